@@ -1,0 +1,48 @@
+# Two commands for a new user: `make demo` runs everything, `make test` runs the tests.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+export SHOP_PORT ?= 8000
+export SANDBOX_PORT ?= 8001
+
+.PHONY: demo sandbox test lint install migrate seed clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	mkdir -p var
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python -m sandbox.manage migrate --noinput
+
+seed: migrate
+	$(BIN)/python manage.py seed_demo
+	$(BIN)/python -m sandbox.manage seed_sandbox
+
+## The whole demo in the foreground: sandbox, shop, Celery worker and beat. Ctrl-C stops all.
+demo: seed
+	@echo "Shop:    http://127.0.0.1:$(SHOP_PORT)  (admin: admin / tienda-demo-2026)"
+	@echo "Sandbox: http://127.0.0.1:$(SANDBOX_PORT)  (keys: pk_sandbox_demo / sk_sandbox_demo)"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start
+
+## The provider sandbox alone (migrated, seeded), on SANDBOX_PORT.
+sandbox: install
+	mkdir -p var
+	$(BIN)/python -m sandbox.manage runsandbox --port $(SANDBOX_PORT)
+
+test: install
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache

@@ -1,0 +1,21 @@
+"""Settings for the demo and for development: working defaults, nothing to configure.
+
+Without provider credentials in the environment, the shop uses the sandbox's demo keys
+(`SANDBOX_PUBLIC_KEY` / `SANDBOX_SECRET_KEY` when set, so that both sides agree).
+"""
+
+from __future__ import annotations
+
+from config.env import basic_access_token, env_bool, env_str
+from config.settings import base
+from config.settings.base import *  # noqa: F403
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+SECRET_KEY = base.SECRET_KEY or "local-demo-only-not-secret-3b9f0c2e7a41"
+
+PAYMENTS_PUBLIC_KEY = base.PAYMENTS_PUBLIC_KEY or env_str("SANDBOX_PUBLIC_KEY", "pk_sandbox_demo")
+PAYMENTS_SECRET_KEY = base.PAYMENTS_SECRET_KEY or env_str("SANDBOX_SECRET_KEY", "sk_sandbox_demo")
+PAYMENTS_ACCESS_TOKEN = base.PAYMENTS_ACCESS_TOKEN or basic_access_token(
+    PAYMENTS_PUBLIC_KEY, PAYMENTS_SECRET_KEY
+)
+PAYMENTS_WEBHOOK_TOKEN = base.PAYMENTS_WEBHOOK_TOKEN or "demo-webhook-token-9c1e4d7f2a"

@@ -1,0 +1,7 @@
+"""Settings for the test suite: the local defaults, made fast and deterministic."""
+
+from __future__ import annotations
+
+from config.settings.local import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,49 @@
+"""Serve the sandbox: migrate and seed, start the webhook delivery worker, serve HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+from waitress import serve
+
+from sandbox.provider.seed import sandbox_seed
+from sandbox.provider.webhooks import DeliveryWorker
+from sandbox.wsgi import application
+
+
+class Command(BaseCommand):
+    help = "Run the card payments service sandbox (API, pages, webhook delivery)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=settings.SANDBOX_PORT)
+        parser.add_argument("--threads", type=int, default=8)
+        parser.add_argument("--skip-setup", action="store_true", help="do not migrate and seed")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        Path(settings.VAR_DIR).mkdir(parents=True, exist_ok=True)
+        if not options["skip_setup"]:
+            call_command("migrate", interactive=False, verbosity=0)
+            sandbox_seed()
+        worker = DeliveryWorker()
+        worker.start()
+        host, port = options["host"], options["port"]
+        self.stdout.write(
+            f"Sandbox listening on http://{host}:{port} (public key {settings.SANDBOX_PUBLIC_KEY})",
+        )
+        self.stdout.flush()
+        try:
+            serve(
+                application,
+                host=host,
+                port=port,
+                threads=options["threads"],
+                ident="payments-sandbox",
+                clear_untrusted_proxy_headers=True,
+            )
+        finally:
+            worker.stop()

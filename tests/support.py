@@ -1,0 +1,312 @@
+"""Test support: a live provider sandbox process, an API helper, and a webhook receiver."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLIC_KEY = "pk_test_suite_public"
+SECRET_KEY = "sk_test_suite_secret"
+
+# DESIGN.md test cards.
+VISA = "4242424242424242"
+MASTER = "5555555555554444"
+AMEX = "378282246310005"
+THREE_DS = "4000000000003220"
+DECLINED = "4000000000000002"
+INSUFFICIENT_FUNDS = "4000000000009995"
+PROVIDER_ERROR = "4000000000000119"
+CVV_FOR = {VISA: "123", MASTER: "123", AMEX: "1234"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def decimal_json(response: requests.Response) -> Any:
+    return json.loads(response.text, parse_float=Decimal)
+
+
+def sandbox_database_url(name: str) -> str | None:
+    """A PostgreSQL database of its own for the sandbox when the suite runs on PostgreSQL."""
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        return None
+    import psycopg
+
+    parts = urlsplit(url)
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+@dataclass
+class SandboxProcess:
+    base_url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    database_url: str | None
+    var_dir: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@contextmanager
+def run_sandbox(
+    tmp_dir: Path, *, database_url: str | None = None, extra_env: dict[str, str] | None = None
+) -> Iterator[SandboxProcess]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "SANDBOX_PUBLIC_KEY": PUBLIC_KEY,
+        "SANDBOX_SECRET_KEY": SECRET_KEY,
+        "SANDBOX_VAR_DIR": str(tmp_dir),
+        "SANDBOX_WEBHOOK_BACKOFF_BASE": "0.2",
+        "SANDBOX_WEBHOOK_BACKOFF_MAX": "1",
+        "SANDBOX_WEBHOOK_TIMEOUT": "2",
+        "SANDBOX_WEBHOOK_MAX_ATTEMPTS": "4",
+        **(extra_env or {}),
+    }
+    env.pop("SANDBOX_DATABASE_URL", None)
+    if database_url:
+        env["SANDBOX_DATABASE_URL"] = database_url
+    log_path = tmp_dir / "sandbox.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sandbox.manage", "runsandbox", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    sandbox = SandboxProcess(base_url, process, log_path, database_url, tmp_dir)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"sandbox exited early:\n{sandbox.log()}")
+            try:
+                if requests.get(f"{base_url}/healthz", timeout=1).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sandbox did not start:\n{sandbox.log()}")
+            time.sleep(0.2)
+        yield sandbox
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+class Api:
+    """Calls the sandbox as a merchant would; `auth` is 'secret', 'public' or None."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.session = requests.Session()
+
+    def headers(self, auth: str | None) -> dict[str, str]:
+        if auth == "secret":
+            import base64
+
+            token = base64.b64encode(f"{PUBLIC_KEY}:{SECRET_KEY}".encode()).decode()
+            return {"Authorization": f"Basic {token}"}
+        if auth == "public":
+            return {"Authorization": f"Bearer {PUBLIC_KEY}"}
+        return {}
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        auth: str | None = "secret",
+        headers: dict[str, str] | None = None,
+        raw: bytes | str | None = None,
+        params: dict[str, str] | None = None,
+    ) -> requests.Response:
+        all_headers = {"Content-Type": "application/json", **self.headers(auth), **(headers or {})}
+        data = raw if raw is not None else (None if body is None else _dumps(body))
+        return self.session.request(
+            method,
+            f"{self.base_url}{path}",
+            data=data,
+            headers=all_headers,
+            params=params,
+            timeout=30,
+        )
+
+    def get(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> requests.Response:
+        return self.request("POST", path, body, **kwargs)
+
+    def patch(self, path: str, body: Any = None, **kwargs: Any) -> requests.Response:
+        return self.request("PATCH", path, body, **kwargs)
+
+    def put(self, path: str, body: Any = None, **kwargs: Any) -> requests.Response:
+        return self.request("PUT", path, body, **kwargs)
+
+    # Shortcuts for the common flows.
+    def card_token(self, number: str = VISA, **card: Any) -> dict[str, Any]:
+        body = {
+            "card": {
+                "number": number,
+                "exp_month": "12",
+                "exp_year": "2031",
+                "cvv": CVV_FOR.get(number, "123"),
+                "holder_name": "Ana Pérez",
+                **card,
+            }
+        }
+        response = self.post("/card_tokens", body, auth="public")
+        assert response.status_code == 201, response.text
+        return decimal_json(response)
+
+    def create_payment(self, number: str = VISA, **fields: Any) -> dict[str, Any]:
+        response = self.create_payment_response(number, **fields)
+        assert response.status_code == 201, response.text
+        return decimal_json(response)
+
+    def create_payment_response(self, number: str = VISA, **fields: Any) -> requests.Response:
+        token = self.card_token(number)["id"]
+        body = {
+            "amount": Decimal("250.00"),
+            "currency": "MXN",
+            "description": "Taza de barro",
+            "payment_method": {"token": token},
+            **fields,
+        }
+        return self.post("/payments", body)
+
+    def payment(self, payment_id: str) -> dict[str, Any]:
+        response = self.get(f"/payments/{payment_id}")
+        assert response.status_code == 200, response.text
+        return decimal_json(response)
+
+    def payments(self) -> list[dict[str, Any]]:
+        return decimal_json(self.get("/_sandbox/payments"))
+
+    def deliveries(self, payment_id: str | None = None) -> list[dict[str, Any]]:
+        params = {"payment_id": payment_id} if payment_id else None
+        return decimal_json(self.get("/_sandbox/webhooks", params=params))
+
+
+def _dumps(body: Any) -> str:
+    import simplejson
+
+    return simplejson.dumps(body, use_decimal=True)
+
+
+def assert_error(response: requests.Response, status: int, code: str) -> dict[str, Any]:
+    """An error answer with the spec's body: {error_code, message, detail: [...]}."""
+    assert response.status_code == status, f"{response.status_code} {response.text}"
+    body = response.json()
+    assert set(body) == {"error_code", "message", "detail"}, body
+    assert body["error_code"] == code, body
+    assert isinstance(body["message"], str) and body["message"]
+    assert isinstance(body["detail"], list) and all(isinstance(d, str) for d in body["detail"])
+    return body
+
+
+@dataclass
+class Received:
+    body: Any
+    headers: dict[str, str]
+    at: float
+
+
+@dataclass
+class WebhookReceiver:
+    """A real HTTP server that records notifications; `plan` scripts its next answers."""
+
+    port: int = field(default_factory=free_port)
+    received: list[Received] = field(default_factory=list)
+    plan: list[tuple[int, float]] = field(default_factory=list)  # (status, delay seconds)
+    _server: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hooks/payments"
+
+    def start(self) -> WebhookReceiver:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                with receiver._lock:
+                    status, delay = receiver.plan.pop(0) if receiver.plan else (200, 0.0)
+                    receiver.received.append(
+                        Received(json.loads(raw or b"null"), dict(self.headers), time.monotonic())
+                    )
+                if delay:
+                    time.sleep(delay)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def bodies(self) -> list[Any]:
+        with self._lock:
+            return [r.body for r in self.received]
+
+    def wait_for(self, count: int, timeout: float = 15) -> list[Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.received) >= count:
+                return self.bodies()
+            time.sleep(0.05)
+        raise AssertionError(f"expected {count} notifications, got {self.bodies()}")
+
+
+def wait_until(predicate: Any, timeout: float = 15, interval: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")
