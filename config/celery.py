@@ -18,6 +18,6 @@ app.autodiscover_tasks()
 def _make_broker_folders(sender: Celery, **_: object) -> None:
     """The filesystem transport needs its folders to exist before the first message."""
     options = sender.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if folder := options.get(key):
             Path(folder).mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from config.env import env_int, env_list, env_str
 SANDBOX_DIR = Path(__file__).resolve().parent
 BASE_DIR = SANDBOX_DIR.parent
 VAR_DIR = Path(env_str("SANDBOX_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 SECRET_KEY = env_str("SANDBOX_DJANGO_SECRET_KEY", "sandbox-local-only-7d1f0a9b3c5e")
 DEBUG = False

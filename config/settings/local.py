@@ -19,3 +19,7 @@ PAYMENTS_ACCESS_TOKEN = base.PAYMENTS_ACCESS_TOKEN or basic_access_token(
     PAYMENTS_PUBLIC_KEY, PAYMENTS_SECRET_KEY
 )
 PAYMENTS_WEBHOOK_TOKEN = base.PAYMENTS_WEBHOOK_TOKEN or "demo-webhook-token-9c1e4d7f2a"
+
+# Static files straight from the source folders, no collectstatic needed for the demo.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG

@@ -1,0 +1,72 @@
+"""`make demo`, as a new user runs it: sandbox, shop, worker and beat up; Ctrl-C stops all."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.support import ROOT, free_port
+
+pytestmark = pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "honcho").exists(),
+                                reason="make install has not run")
+
+
+def _wait_for(url: str, deadline: float, **kwargs: object) -> requests.Response:
+    while time.monotonic() < deadline:
+        try:
+            response = requests.get(url, timeout=2, **kwargs)  # type: ignore[arg-type]
+            if response.status_code == 200:
+                return response
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"{url} did not answer in time")
+
+
+def test_make_demo_runs_everything_on_embedded_defaults(tmp_path: Path) -> None:
+    """With no database or broker configured, `make demo` serves the shop and the sandbox
+    on the chosen ports, the README's curl lists the payment methods, the worker starts,
+    and an interrupt stops every process."""
+    shop_port, sandbox_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DATABASE_URL", "REDIS_URL", "DJANGO_", "SANDBOX_", "PAYMENTS_"))}
+    env.update({
+        "SHOP_PORT": str(shop_port),
+        "SANDBOX_PORT": str(sandbox_port),
+        "SHOP_VAR_DIR": str(tmp_path / "shop"),
+        "SANDBOX_VAR_DIR": str(tmp_path / "sandbox"),
+    })
+    log_path = tmp_path / "demo.log"
+    with log_path.open("wb") as log:
+        demo = subprocess.Popen(["make", "demo"], cwd=ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        methods = _wait_for(
+            f"http://127.0.0.1:{sandbox_port}/payment_methods", deadline,
+            headers={"Authorization": "Bearer pk_sandbox_demo"},
+        )
+        assert {m["id"] for m in methods.json()} == {"visa", "master", "amex", "cashpay"}
+        home = _wait_for(f"http://127.0.0.1:{shop_port}/", deadline)
+        assert "Tienda Tlali" in home.text
+        while time.monotonic() < deadline and b"ready." not in log_path.read_bytes():
+            time.sleep(0.3)
+        output = log_path.read_text(errors="replace")
+        assert "ready." in output, output  # the Celery worker is consuming
+        assert "beat: Starting" in output, output
+    finally:
+        os.killpg(demo.pid, signal.SIGINT)
+        try:
+            demo.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(demo.pid, signal.SIGKILL)
+            raise AssertionError("make demo did not stop on Ctrl-C") from None
+    for port in (shop_port, sandbox_port):
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
