@@ -13,8 +13,9 @@ import requests
 
 from tests.support import ROOT, free_port
 
-pytestmark = pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "honcho").exists(),
-                                reason="make install has not run")
+pytestmark = pytest.mark.skipif(
+    not (ROOT / ".venv" / "bin" / "honcho").exists(), reason="make install has not run"
+)
 
 
 def _wait_for(url: str, deadline: float, **kwargs: object) -> requests.Response:
@@ -34,22 +35,34 @@ def test_make_demo_runs_everything_on_embedded_defaults(tmp_path: Path) -> None:
     on the chosen ports, the README's curl lists the payment methods, the worker starts,
     and an interrupt stops every process."""
     shop_port, sandbox_port = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DATABASE_URL", "REDIS_URL", "DJANGO_", "SANDBOX_", "PAYMENTS_"))}
-    env.update({
-        "SHOP_PORT": str(shop_port),
-        "SANDBOX_PORT": str(sandbox_port),
-        "SHOP_VAR_DIR": str(tmp_path / "shop"),
-        "SANDBOX_VAR_DIR": str(tmp_path / "sandbox"),
-    })
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DATABASE_URL", "REDIS_URL", "DJANGO_", "SANDBOX_", "PAYMENTS_"))
+    }
+    env.update(
+        {
+            "SHOP_PORT": str(shop_port),
+            "SANDBOX_PORT": str(sandbox_port),
+            "SHOP_VAR_DIR": str(tmp_path / "shop"),
+            "SANDBOX_VAR_DIR": str(tmp_path / "sandbox"),
+        }
+    )
     log_path = tmp_path / "demo.log"
     with log_path.open("wb") as log:
-        demo = subprocess.Popen(["make", "demo"], cwd=ROOT, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        demo = subprocess.Popen(
+            ["make", "demo"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 120
         methods = _wait_for(
-            f"http://127.0.0.1:{sandbox_port}/payment_methods", deadline,
+            f"http://127.0.0.1:{sandbox_port}/payment_methods",
+            deadline,
             headers={"Authorization": "Bearer pk_sandbox_demo"},
         )
         assert {m["id"] for m in methods.json()} == {"visa", "master", "amex", "cashpay"}
@@ -67,6 +80,7 @@ def test_make_demo_runs_everything_on_embedded_defaults(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(demo.pid, signal.SIGKILL)
             raise AssertionError("make demo did not stop on Ctrl-C") from None
+    assert not (ROOT / "control").exists()  # the embedded broker keeps to its own folder
     for port in (shop_port, sandbox_port):
         with pytest.raises(requests.ConnectionError):
             requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)

@@ -26,15 +26,27 @@ print(json.dumps({
     "public_key": settings.PAYMENTS_PUBLIC_KEY,
 }))
 """
-CLEARED = ("DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY", "SANDBOX_PORT", "SHOP_PORT",
-           "PAYMENTS_API_BASE_URL", "PAYMENTS_PUBLIC_KEY", "SANDBOX_PUBLIC_KEY")
+CLEARED = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "DJANGO_SECRET_KEY",
+    "SANDBOX_PORT",
+    "SHOP_PORT",
+    "PAYMENTS_API_BASE_URL",
+    "PAYMENTS_PUBLIC_KEY",
+    "SANDBOX_PUBLIC_KEY",
+)
 
 
 def load_settings(module: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k not in CLEARED}
     base.update({"DJANGO_SETTINGS_MODULE": module, "SHOP_VAR_DIR": str(tmp_path), **env})
     return subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=ROOT, env=base, capture_output=True, text=True,
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env=base,
+        capture_output=True,
+        text=True,
         timeout=60,
     )
 
@@ -87,7 +99,9 @@ def test_the_shop_uses_the_sandbox_keys_from_the_environment(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("secret", [None, "", "too-short"])
-def test_production_refuses_to_start_without_a_secret_key(tmp_path: Path, secret: str | None) -> None:
+def test_production_refuses_to_start_without_a_secret_key(
+    tmp_path: Path, secret: str | None
+) -> None:
     """Production settings fail loudly without a real DJANGO_SECRET_KEY."""
     env = {} if secret is None else {"DJANGO_SECRET_KEY": secret}
     result = load_settings("config.settings.production", tmp_path, **env)
@@ -98,6 +112,8 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path: Path, secret
 def test_production_starts_with_a_secret_key(tmp_path: Path) -> None:
     """With a long random key, production settings load, with DEBUG off."""
     found = settings_of(
-        "config.settings.production", tmp_path, DJANGO_SECRET_KEY="x" * 50,
+        "config.settings.production",
+        tmp_path,
+        DJANGO_SECRET_KEY="x" * 50,
     )
     assert found["debug"] is False

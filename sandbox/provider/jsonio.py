@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+import json
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -55,3 +56,18 @@ class DecimalJSONRenderer(BaseRenderer):
         if data is None:
             return b""
         return dumps(data).encode("utf-8")
+
+
+class DecimalJSONEncoder(json.JSONEncoder):
+    """For JSONField: writes Decimal as the exact JSON number it came in as."""
+
+    def encode(self, o: Any) -> str:
+        return simplejson.dumps(o, use_decimal=True, ensure_ascii=False)
+
+
+class DecimalJSONDecoder(json.JSONDecoder):
+    """For JSONField: reads every non-integer number back as an exact Decimal."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["parse_float"] = decimal.Decimal
+        super().__init__(*args, **kwargs)

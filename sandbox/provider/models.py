@@ -9,6 +9,8 @@ from decimal import Decimal
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from sandbox.provider.jsonio import DecimalJSONDecoder, DecimalJSONEncoder
+
 
 class PaymentStatus(models.TextChoices):
     PENDING = "pending"
@@ -87,9 +89,15 @@ class Payment(models.Model):
     external_reference = models.CharField(max_length=255, blank=True)
     statement_descriptor = models.CharField(max_length=22, blank=True)
     receipt_no = models.CharField(max_length=16, blank=True)
-    customer = models.JSONField(default=dict)
-    prevention_data = models.JSONField(default=dict)
-    metadata = models.JSONField(default=dict)
+    customer = models.JSONField(
+        default=dict, encoder=DecimalJSONEncoder, decoder=DecimalJSONDecoder
+    )
+    prevention_data = models.JSONField(
+        default=dict, encoder=DecimalJSONEncoder, decoder=DecimalJSONDecoder
+    )
+    metadata = models.JSONField(
+        default=dict, encoder=DecimalJSONEncoder, decoder=DecimalJSONDecoder
+    )
     method = models.ForeignKey(PaymentMethod, on_delete=models.PROTECT)
     token = models.OneToOneField(CardToken, on_delete=models.PROTECT)
     card = models.JSONField(default=dict)

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from rest_framework import serializers
+from rest_framework.exceptions import ParseError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -59,10 +60,13 @@ class CardTokensView(ProviderView):
 
     @idempotent
     def post(self, request: Request) -> Response:
+        # Any unusable body here is invalid card data (CL2200), which the SDK shows the shopper.
         try:
             data = validated(CardTokenRequestSerializer, request.data)
         except serializers.ValidationError as exc:
             raise tokens.invalid_card(*flatten_validation_errors(exc.detail)) from None
+        except ParseError as exc:
+            raise tokens.invalid_card(f"body: {exc.detail}") from None
         token = tokens.card_token_create(card=data["card"])
         return Response(card_token_json(token), status=201)
 

@@ -67,7 +67,13 @@ def test_a_fault_after_processing_keeps_the_work_done(api: Api) -> None:
     """after_processing: the payment is created, but the merchant gets a 502 (outcome unknown)."""
     api.post(
         "/_sandbox/faults",
-        {"path": "/payments", "method": "POST", "status": 502, "after_processing": True, "times": 1},
+        {
+            "path": "/payments",
+            "method": "POST",
+            "status": 502,
+            "after_processing": True,
+            "times": 1,
+        },
     )
     response = api.create_payment_response(VISA, external_reference="ORD-LOST1")
 

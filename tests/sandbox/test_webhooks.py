@@ -102,7 +102,9 @@ def test_an_unreachable_receiver_is_retried(api: Api, receiver: WebhookReceiver)
 
 def test_chaos_duplicate_sends_each_notification_twice(api: Api, receiver: WebhookReceiver) -> None:
     """Duplicate mode: the receiver gets the same notification twice."""
-    assert api.post("/_sandbox/webhooks/chaos", {"mode": "duplicate", "times": 1}).status_code == 200
+    assert (
+        api.post("/_sandbox/webhooks/chaos", {"mode": "duplicate", "times": 1}).status_code == 200
+    )
     payment = api.create_payment(VISA, webhook_url=receiver.url)
 
     assert receiver.wait_for(2) == [_notification(payment["id"], "INSERT")] * 2
