@@ -4,6 +4,7 @@ The shopper types the one-time code (sandbox: 123456 passes, anything else fails
 (fails). The result page posts `{paymentId}` to the parent window, targeted at the origin of
 the payment's `return_url` when one was given. The challenge id in the URL is an unguessable
 capability, which is why the form needs no CSRF cookie (cookies are third-party in an iframe).
+A completed or expired challenge cannot be replayed.
 """
 
 from __future__ import annotations
@@ -16,27 +17,43 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
+from sandbox.provider.i18n import THREE_DS, request_locale
 from sandbox.provider.models import Payment, PaymentStatus
 from sandbox.provider.payments import ChallengeClosed, challenge_complete, challenge_payment
+from sandbox.provider.sdk_views import page_csp
 
 PASSING_CODE = "123456"
 
 
-def _target_origin(payment: Payment) -> str:
+def _return_origin(payment: Payment) -> str | None:
     if not payment.return_url:
-        return "*"
+        return None
     parts = urlsplit(payment.return_url)
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _context(payment: Payment, **extra: object) -> dict[str, object]:
-    return {
-        "payment": payment,
-        "merchant_name": settings.SANDBOX_MERCHANT_NAME,
-        "masked_card": f"{payment.method.name} •••• {payment.card.get('last_digits', '')}",
-        "target_origin": _target_origin(payment),
-        **extra,
-    }
+def _page(
+    request: HttpRequest, payment: Payment | None, status: int = 200, **extra: object
+) -> HttpResponse:
+    locale = request_locale(request)
+    context: dict[str, object] = {"text": THREE_DS[locale], "locale": locale, **extra}
+    if payment is None:
+        response = render(request, "sandbox/threeds_unknown.html", context, status=404)
+    else:
+        origin = _return_origin(payment)
+        context.update(
+            payment=payment,
+            merchant_name=settings.SANDBOX_MERCHANT_NAME,
+            masked_card=f"{payment.method.name} •••• {payment.card.get('last_digits', '')}",
+            target_origin=origin or "*",
+            approved=payment.status in (PaymentStatus.APPROVED, PaymentStatus.AUTHORIZED),
+        )
+        response = render(request, "sandbox/threeds.html", context, status=status)
+    # Any merchant page may frame the challenge; what protects the outcome is the message's
+    # target origin (the return_url's) and the merchant reading the payment server-side.
+    response["Content-Security-Policy"] = page_csp("*")
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @csrf_exempt
@@ -44,26 +61,18 @@ def _context(payment: Payment, **extra: object) -> dict[str, object]:
 def challenge(request: HttpRequest, challenge_id: str) -> HttpResponse:
     payment = challenge_payment(challenge_id=challenge_id)
     if payment is None:
-        return render(request, "sandbox/threeds_unknown.html", status=404)
+        return _page(request, None)
     if request.method == "GET":
         if payment.status != PaymentStatus.PENDING:
-            return render(
-                request, "sandbox/threeds.html", _context(payment, closed=True), status=410
-            )
-        return render(request, "sandbox/threeds.html", _context(payment))
+            return _page(request, payment, 410, closed=True)
+        return _page(request, payment)
     action = request.POST.get("action", "")
     if action not in {"submit", "cancel"}:
-        return render(
-            request,
-            "sandbox/threeds.html",
-            _context(payment, error="Choose Verify or Cancel."),
-            status=400,
-        )
-    code = request.POST.get("code", "").strip()
-    passed = action == "submit" and code == PASSING_CODE
+        return _page(request, payment, 400, error=THREE_DS[request_locale(request)]["choose"])
+    passed = action == "submit" and request.POST.get("code", "").strip() == PASSING_CODE
     try:
         payment = challenge_complete(challenge_id=challenge_id, passed=passed)
     except ChallengeClosed:
         payment = challenge_payment(challenge_id=challenge_id) or payment
-        return render(request, "sandbox/threeds.html", _context(payment, closed=True), status=409)
-    return render(request, "sandbox/threeds.html", _context(payment, done=True, passed=passed))
+        return _page(request, payment, 409, closed=True)
+    return _page(request, payment, done=True, passed=passed)

@@ -2,7 +2,7 @@ from django.conf import settings
 from django.urls import path, re_path
 from django.views.static import serve
 
-from sandbox.provider import control_views, threeds, views
+from sandbox.provider import control_views, sdk_views, threeds, views
 
 urlpatterns = [
     # The provider API, at the spec's paths.
@@ -14,6 +14,9 @@ urlpatterns = [
     path("refunds", views.RefundsView.as_view()),
     # Browser pages and assets on the sandbox origin.
     path("3ds/<str:challenge_id>", threeds.challenge, name="threeds"),
+    path("sdk/v1/checkout.js", sdk_views.sdk_script),
+    path("sdk/v1/card", sdk_views.card_frame),
+    path("sdk/v1/playground", sdk_views.playground),
     re_path(r"^static/(?P<path>.*)$", serve, {"document_root": settings.STATIC_ROOT}),
     path("healthz", views.healthz),
     # Control endpoints (secret token only).
