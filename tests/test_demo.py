@@ -84,3 +84,54 @@ def test_make_demo_runs_everything_on_embedded_defaults(tmp_path: Path) -> None:
     for port in (shop_port, sandbox_port):
         with pytest.raises(requests.ConnectionError):
             requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+
+
+def test_make_sandbox_runs_the_sandbox_alone_with_keys_from_the_environment(
+    tmp_path: Path,
+) -> None:
+    """`make sandbox` honours SANDBOX_PORT, SANDBOX_PUBLIC_KEY and SANDBOX_SECRET_KEY."""
+    port = free_port()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DATABASE_URL", "REDIS_URL", "DJANGO_", "SANDBOX_"))
+    }
+    env.update(
+        {
+            "SANDBOX_PORT": str(port),
+            "SANDBOX_PUBLIC_KEY": "pk_custom",
+            "SANDBOX_SECRET_KEY": "sk_custom",
+            "SANDBOX_VAR_DIR": str(tmp_path),
+        }
+    )
+    log_path = tmp_path / "sandbox.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            ["make", "sandbox"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        methods = _wait_for(
+            f"{base}/payment_methods",
+            time.monotonic() + 60,
+            headers={"Authorization": "Bearer pk_custom"},
+        )
+        assert len(methods.json()) == 4
+        assert (
+            requests.get(
+                f"{base}/payment_methods",
+                timeout=5,
+                headers={"Authorization": "Bearer pk_sandbox_demo"},
+            ).status_code
+            == 401
+        )
+        secret = requests.get(f"{base}/_sandbox/clock", auth=("pk_custom", "sk_custom"), timeout=5)
+        assert secret.status_code == 200
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=30)

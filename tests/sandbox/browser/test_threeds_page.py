@@ -184,3 +184,20 @@ def test_an_unknown_challenge_is_a_clear_404(api: Api, sandbox: SandboxProcess) 
     response = api.session.get(f"{sandbox.base_url}/3ds/not-a-real-challenge", timeout=10)
     assert response.status_code == 404
     assert "not valid" in response.text
+
+
+def test_an_expired_challenge_cannot_be_completed(api: Api) -> None:
+    """After 30 minutes the challenge is over: the payment is cancelled (CA-3DS01), the page
+    says so, and a late code changes nothing."""
+    payment = api.create_payment(THREE_DS)
+    url = payment["pending_action"]["url"]
+    api.post("/_sandbox/clock", {"advance_seconds": 31 * 60})
+
+    page = api.session.get(url, timeout=10)
+    late = api.session.post(url, data={"action": "submit", "code": "123456"}, timeout=10)
+
+    assert page.status_code == 410 and "already over" in page.text
+    assert late.status_code == 409
+    after = api.payment(payment["id"])
+    assert (after["status"], after["status_detail"]["code"]) == ("cancelled", "CA-3DS01")
+    assert after["pending_action"] == {}
