@@ -23,7 +23,8 @@ def test_the_playground_mounts_switches_and_tokenizes(
     frame = browser_page.frame_locator("#card-element iframe")
     fill_card(frame, VISA)
     browser_page.get_by_role("button", name="Get card token").click()
-    browser_page.wait_for_function("document.getElementById('result').textContent.includes('id')")
+    # A locator wait: the page's CSP (no 'unsafe-eval') refuses string predicates.
+    browser_page.locator("#result", has_text="payment_method_id").wait_for()
     assert '"payment_method_id": "visa"' in browser_page.locator("#result").inner_text()
 
     browser_page.select_option("#theme", "dark")
