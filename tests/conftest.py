@@ -1,0 +1,58 @@
+"""Fixtures shared by every test folder: one live provider sandbox per test session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.support import (
+    PUBLIC_KEY,
+    SECRET_KEY,
+    Api,
+    SandboxProcess,
+    run_sandbox,
+    sandbox_database_url,
+)
+
+
+def _sandbox_database_name() -> str:
+    """Its own database per shop database, so that separate runs never share one."""
+    shop = urlsplit(os.environ.get("DATABASE_URL", "")).path.strip("/") or "shop"
+    return f"test_sandbox_{shop}"
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProcess]:
+    """One live sandbox for the session: on PostgreSQL when the suite is, else SQLite."""
+    tmp: Path = tmp_path_factory.mktemp("sandbox")
+    with run_sandbox(tmp, database_url=sandbox_database_url(_sandbox_database_name())) as process:
+        yield process
+
+
+@pytest.fixture
+def api(sandbox: SandboxProcess) -> Iterator[Api]:
+    """The API of a freshly reset sandbox."""
+    client = Api(sandbox.base_url)
+    response = client.post("/_sandbox/reset")
+    assert response.status_code == 200, response.text
+    yield client
+    client.session.close()
+
+
+@pytest.fixture
+def provider(api: Api, settings: pytest.FixtureRequest) -> Api:
+    """The shop configured to use the (reset) live sandbox; the sandbox's API for checks."""
+    import base64
+
+    settings.PAYMENTS_API_BASE_URL = api.base_url
+    settings.PAYMENTS_PUBLIC_KEY = PUBLIC_KEY
+    settings.PAYMENTS_ACCESS_TOKEN = base64.b64encode(
+        f"{PUBLIC_KEY}:{SECRET_KEY}".encode()
+    ).decode()
+    settings.PAYMENTS_AUTH_SCHEME = "Basic"
+    settings.PAYMENTS_READ_TIMEOUT = 5
+    return api

@@ -119,6 +119,25 @@ def subscriptions_seed() -> int:
     return created
 
 
+def _subscription_pk(subscription_id: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(subscription_id)
+    except ValueError:
+        return None
+
+
+def _not_found() -> ApiError:
+    return ApiError(404, SUBSCRIPTION_NOT_FOUND, "Subscription object not found", [])
+
+
+def subscription_get(*, subscription_id: str) -> Subscription:
+    pk = _subscription_pk(subscription_id)
+    subscription = Subscription.objects.filter(pk=pk).first() if pk else None
+    if subscription is None:
+        raise _not_found()
+    return subscription
+
+
 def subscription_deactivate(*, subscription_id: str, body: Any) -> Subscription:
     """PUT /subscriptions/{id} with `{"status": "inactive"}`."""
     try:

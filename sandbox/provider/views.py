@@ -121,6 +121,11 @@ class RefundsView(ProviderView):
 
 
 class SubscriptionView(ProviderView):
+    def get(self, request: Request, subscription_id: str) -> Response:
+        """Reading a subscription (the spec leaves it "not shown"; the shop imports by id)."""
+        subscription = subscriptions.subscription_get(subscription_id=subscription_id)
+        return Response(subscription_json(subscription))
+
     @idempotent
     def put(self, request: Request, subscription_id: str) -> Response:
         subscription = subscriptions.subscription_deactivate(

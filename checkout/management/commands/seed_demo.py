@@ -1,28 +1,47 @@
-"""Seed the shop's demo data: a staff account for the admin (idempotent)."""
+"""Seed the shop's demo data: two staff accounts for the admin (idempotent)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand
 
+# Documented in the README; demo only.
 DEMO_ADMIN_USERNAME = "admin"
-DEMO_ADMIN_PASSWORD = "tienda-demo-2026"  # documented in the README; demo only
+DEMO_ADMIN_PASSWORD = "tienda-demo-2026"
+DEMO_VIEWER_USERNAME = "consulta"
+DEMO_VIEWER_PASSWORD = "consulta-demo-2026"
+VIEW_ONLY = ["view_payment", "view_paymentevent", "view_refund", "view_subscription"]
 
 
 class Command(BaseCommand):
-    help = "Create the demo staff account (admin / tienda-demo-2026) if it does not exist."
+    help = (
+        "Create the demo staff accounts: admin (every permission) and consulta (may only "
+        "view payments and subscriptions), if they do not exist."
+    )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        user_model = get_user_model()
-        user, created = user_model.objects.get_or_create(
-            username=DEMO_ADMIN_USERNAME,
-            defaults={"email": "admin@tienda.example", "is_staff": True, "is_superuser": True},
+        self._account(DEMO_ADMIN_USERNAME, DEMO_ADMIN_PASSWORD, superuser=True)
+        viewer = self._account(DEMO_VIEWER_USERNAME, DEMO_VIEWER_PASSWORD, superuser=False)
+        viewer.user_permissions.set(
+            Permission.objects.filter(content_type__app_label="payments", codename__in=VIEW_ONLY)
+        )
+
+    def _account(self, username: str, password: str, *, superuser: bool) -> Any:
+        user, created = get_user_model().objects.get_or_create(
+            username=username,
+            defaults={
+                "email": f"{username}@tienda.example",
+                "is_staff": True,
+                "is_superuser": superuser,
+            },
         )
         if created:
-            user.set_password(DEMO_ADMIN_PASSWORD)
+            user.set_password(password)
             user.save(update_fields=["password"])
-            self.stdout.write(f"Created the demo staff account '{DEMO_ADMIN_USERNAME}'.")
+            self.stdout.write(f"Created the demo staff account '{username}'.")
         else:
-            self.stdout.write(f"The demo staff account '{DEMO_ADMIN_USERNAME}' already exists.")
+            self.stdout.write(f"The demo staff account '{username}' already exists.")
+        return user

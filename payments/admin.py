@@ -1,0 +1,523 @@
+"""Staff work on payments in the admin: see, capture, cancel, refund, refresh; subscriptions.
+
+Every action needs its permission (403 otherwise), is a POST with CSRF, and leaves both an
+admin LogEntry and a ledger entry (the services write the ledger).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
+
+from payments import services
+from payments.errors import PaymentError
+from payments.forms import CaptureForm, RefundForm, SubscriptionImportForm
+from payments.models import Payment, PaymentEvent, PaymentStatus, Refund, Subscription
+
+EXPIRY_WARNING_DAYS = 3
+BADGE_COLOURS = {
+    PaymentStatus.APPROVED: "#067647",
+    PaymentStatus.AUTHORIZED: "#1d4ed8",
+    PaymentStatus.PENDING: "#b54708",
+    PaymentStatus.CREATING: "#6b7280",
+    PaymentStatus.UNKNOWN: "#b42318",
+    PaymentStatus.FAILED: "#6b7280",
+    PaymentStatus.REJECTED: "#b42318",
+    PaymentStatus.CANCELLED: "#475467",
+    PaymentStatus.REFUNDED: "#7a2e0e",
+}
+
+
+class ExpiringSoonFilter(admin.SimpleListFilter):
+    title = "authorization expiry"
+    parameter_name = "expiring"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [
+            ("soon", f"Expires within {EXPIRY_WARNING_DAYS} days"),
+            ("all", "Any authorization"),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Payment]) -> QuerySet[Payment]:
+        authorized = queryset.filter(status=PaymentStatus.AUTHORIZED)
+        if self.value() == "soon":
+            limit = timezone.now() + timedelta(days=EXPIRY_WARNING_DAYS)
+            return authorized.filter(authorization_expires_at__lte=limit)
+        if self.value() == "all":
+            return authorized
+        return queryset
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class PaymentEventInline(ReadOnlyInline):
+    model = PaymentEvent
+    verbose_name_plural = "ledger"
+    fields = [
+        "created_at",
+        "kind",
+        "old_status",
+        "new_status",
+        "amount",
+        "message",
+        "error_code",
+        "actor",
+    ]
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[PaymentEvent]:
+        return super().get_queryset(request).select_related("actor")
+
+
+class RefundInline(ReadOnlyInline):
+    model = Refund
+    fields = ["created_at", "provider_id", "amount", "status", "reason", "actor"]
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Refund]:
+        return super().get_queryset(request).select_related("actor")
+
+
+def _permission(action: str) -> str:
+    return f"payments.{action}_payment"
+
+
+@admin.register(Payment)
+class PaymentAdmin(admin.ModelAdmin):
+    list_display = [
+        "external_reference",
+        "status_badge",
+        "amount",
+        "captured_amount",
+        "refunded_amount",
+        "card",
+        "capture_method",
+        "authorized_at",
+        "expires",
+    ]
+    list_filter = ["status", "capture_method", ExpiringSoonFilter]
+    search_fields = ["external_reference", "provider_id", "customer_email", "=card_last_digits"]
+    date_hierarchy = "created_at"
+    list_per_page = 50
+    inlines = [RefundInline, PaymentEventInline]
+    actions = ["capture_selected", "cancel_selected", "refresh_selected"]
+    change_form_template = "admin/payments/payment/change_form.html"
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "external_reference",
+                    "status",
+                    "status_code",
+                    "status_message",
+                    "capture_method",
+                    "amount",
+                    "captured_amount",
+                    "refunded_amount",
+                    "currency",
+                    "description",
+                    "customer_email",
+                ]
+            },
+        ),
+        ("Card", {"fields": ["card_brand", "card_last_digits"]}),
+        (
+            "Provider",
+            {
+                "fields": [
+                    "provider_id",
+                    "provider_version",
+                    "three_ds_url",
+                    "authorized_at",
+                    "authorization_expires_at",
+                    "last_synced_at",
+                    "intent",
+                    "last_error",
+                    "provider_snapshot",
+                ]
+            },
+        ),
+    ]
+
+    # Payments are written by the services only.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_capture_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(_permission("capture"))
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(_permission("cancel"))
+
+    def has_refund_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(_permission("refund"))
+
+    def has_refresh_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+    # --- List columns -----------------------------------------------------------------------
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: Payment) -> str:
+        colour = BADGE_COLOURS.get(obj.status, "#475467")
+        return format_html(
+            '<span style="background:{};color:#fff;padding:2px 8px;border-radius:10px;'
+            'font-size:11px;white-space:nowrap">{}</span>',
+            colour,
+            obj.get_status_display(),
+        )
+
+    @admin.display(description="card")
+    def card(self, obj: Payment) -> str:
+        return f"{obj.card_brand} •••• {obj.card_last_digits}" if obj.card_last_digits else "—"
+
+    @admin.display(description="expires", ordering="authorization_expires_at")
+    def expires(self, obj: Payment) -> str:
+        days = obj.days_to_expiry()
+        if days is None:
+            return "—"
+        text = "expires today" if days == 0 else f"expires in {days} day{'s' if days != 1 else ''}"
+        if days < EXPIRY_WARNING_DAYS:
+            return format_html('<strong style="color:#b42318">{}</strong>', text)
+        return text
+
+    @admin.display(description="provider snapshot")
+    def provider_snapshot(self, obj: Payment) -> str:
+        return format_html(
+            "<pre style='max-height:28em;overflow:auto'>{}</pre>",
+            json.dumps(obj.snapshot, indent=2, ensure_ascii=False, sort_keys=True),
+        )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [f for _, options in self.fieldsets for f in options["fields"]]
+
+    # --- Bulk actions -------------------------------------------------------------------------
+
+    def _each(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Payment],
+        verb: str,
+        run: Callable[[Payment], Any],
+    ) -> None:
+        for payment in queryset:
+            try:
+                run(payment)
+            except PaymentError as exc:
+                self.message_user(
+                    request, f"{payment.external_reference}: {exc.message}", messages.ERROR
+                )
+            else:
+                self.log_change(request, payment, f"{verb} from the payment list")
+                self.message_user(
+                    request, f"{payment.external_reference}: {verb}.", messages.SUCCESS
+                )
+
+    @admin.action(description="Capture selected authorizations in full", permissions=["capture"])
+    def capture_selected(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
+        self._each(
+            request,
+            queryset,
+            "captured",
+            lambda p: services.payment_capture(payment=p, actor=request.user),
+        )
+
+    @admin.action(description="Cancel selected authorizations", permissions=["cancel"])
+    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
+        self._each(
+            request,
+            queryset,
+            "cancelled",
+            lambda p: services.payment_cancel(payment=p, actor=request.user),
+        )
+
+    @admin.action(description="Refresh selected from the provider", permissions=["refresh"])
+    def refresh_selected(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
+        self._each(
+            request,
+            queryset,
+            "refreshed",
+            lambda p: services.payment_refresh(payment=p, actor=request.user),
+        )
+
+    # --- Actions on one payment -----------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("<int:pk>/capture/", wrap(self.capture_view), name="payments_payment_capture"),
+            path("<int:pk>/cancel/", wrap(self.cancel_view), name="payments_payment_cancel"),
+            path("<int:pk>/refund/", wrap(self.refund_view), name="payments_payment_refund"),
+            path(
+                "<int:pk>/refresh/",
+                wrap(require_POST(self.refresh_view)),
+                name="payments_payment_refresh",
+            ),
+            *super().get_urls(),
+        ]
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        payment = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if payment is not None:
+            context["payment_actions"] = {
+                "capture": self.has_capture_permission(request) and payment.can_capture(),
+                "cancel": self.has_cancel_permission(request) and payment.can_cancel(),
+                "refund": self.has_refund_permission(request) and payment.can_refund(),
+                "refresh": bool(payment.provider_id),
+            }
+        return super().change_view(request, object_id, form_url, context)
+
+    def _payment_for(self, request: HttpRequest, pk: int, permission: str) -> Payment:
+        if not request.user.has_perm(permission):
+            raise PermissionDenied
+        return get_object_or_404(Payment, pk=pk)
+
+    def _back(self, payment: Payment) -> HttpResponseRedirect:
+        return HttpResponseRedirect(reverse("admin:payments_payment_change", args=[payment.pk]))
+
+    def _run(
+        self, request: HttpRequest, payment: Payment, verb: str, run: Callable[[], Any]
+    ) -> bool:
+        try:
+            run()
+        except PaymentError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return False
+        self.log_change(request, payment, verb)
+        self.message_user(request, f"{payment.external_reference}: {verb}.", messages.SUCCESS)
+        return True
+
+    def _form_page(
+        self,
+        request: HttpRequest,
+        payment: Payment,
+        title: str,
+        form: Any,
+        button: str,
+        danger: bool = False,
+    ) -> TemplateResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "original": payment,
+            "title": title,
+            "form": form,
+            "button": button,
+            "danger": danger,
+        }
+        return TemplateResponse(request, "admin/payments/payment/action.html", context)
+
+    def capture_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        payment = self._payment_for(request, pk, _permission("capture"))
+        form = CaptureForm(request.POST or None, payment=payment, maximum=payment.amount)
+        if request.method == "POST" and form.is_valid():
+            amount = form.cleaned_data["amount"]
+            self._run(
+                request,
+                payment,
+                f"captured ${amount}",
+                lambda: services.payment_capture(
+                    payment=payment, amount=amount, actor=request.user
+                ),
+            )
+            return self._back(payment)
+        return self._form_page(
+            request, payment, f"Capture {payment.external_reference}", form, "Capture"
+        )
+
+    def cancel_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        payment = self._payment_for(request, pk, _permission("cancel"))
+        if request.method == "POST":
+            self._run(
+                request,
+                payment,
+                "cancelled the authorization",
+                lambda: services.payment_cancel(payment=payment, actor=request.user),
+            )
+            return self._back(payment)
+        return self._form_page(
+            request,
+            payment,
+            f"Cancel the authorization of {payment.external_reference}?",
+            None,
+            "Yes, cancel it",
+            danger=True,
+        )
+
+    def refund_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        payment = self._payment_for(request, pk, _permission("refund"))
+        form = RefundForm(request.POST or None, payment=payment, maximum=payment.refundable_amount)
+        if request.method == "POST" and form.is_valid():
+            amount = form.cleaned_data["amount"]
+            self._run(
+                request,
+                payment,
+                f"refunded ${amount}",
+                lambda: services.payment_refund(
+                    payment=payment,
+                    amount=amount,
+                    reason=form.cleaned_data["reason"],
+                    actor=request.user,
+                ),
+            )
+            return self._back(payment)
+        return self._form_page(
+            request, payment, f"Refund {payment.external_reference}", form, "Refund"
+        )
+
+    def refresh_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        payment = self._payment_for(request, pk, "payments.view_payment")
+        self._run(
+            request,
+            payment,
+            "refreshed from the provider",
+            lambda: services.payment_refresh(payment=payment, actor=request.user),
+        )
+        return self._back(payment)
+
+
+@admin.register(Subscription)
+class SubscriptionAdmin(admin.ModelAdmin):
+    list_display = [
+        "provider_id",
+        "price_id",
+        "customer_name",
+        "customer_email",
+        "status",
+        "invoice_count",
+        "last_synced_at",
+    ]
+    list_filter = ["status", "price_id"]
+    search_fields = ["provider_id", "price_id", "customer_email"]
+    actions = ["cancel_selected"]
+    change_list_template = "admin/payments/subscription/change_list.html"
+    readonly_fields = [
+        "provider_id",
+        "price_id",
+        "customer",
+        "customer_email",
+        "status",
+        "invoices",
+        "last_synced_at",
+        "created_at",
+    ]
+    exclude = ["snapshot"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("payments.cancel_subscription")
+
+    @admin.display(description="customer")
+    def customer_name(self, obj: Subscription) -> str:
+        customer = obj.customer or {}
+        return " ".join(filter(None, [customer.get("first_name"), customer.get("last_name")]))
+
+    @admin.display(description="invoices")
+    def invoice_count(self, obj: Subscription) -> int:
+        return len(obj.invoices or [])
+
+    @admin.action(description="Cancel selected subscriptions", permissions=["cancel"])
+    def cancel_selected(
+        self, request: HttpRequest, queryset: QuerySet[Subscription]
+    ) -> TemplateResponse | None:
+        if request.POST.get("confirmed") != "yes":
+            context = {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "subscriptions": queryset,
+                "title": "Cancel these subscriptions?",
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(
+                request, "admin/payments/subscription/cancel_confirm.html", context
+            )
+        for subscription in queryset:
+            try:
+                services.subscription_cancel(subscription=subscription, actor=request.user)
+            except PaymentError as exc:
+                self.message_user(
+                    request, f"{subscription.provider_id}: {exc.message}", messages.ERROR
+                )
+            else:
+                self.log_change(request, subscription, "cancelled at the provider")
+                self.message_user(
+                    request, f"{subscription.provider_id}: cancelled.", messages.SUCCESS
+                )
+        return None
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("import/", wrap(self.import_view), name="payments_subscription_import"),
+            *super().get_urls(),
+        ]
+
+    def import_view(self, request: HttpRequest) -> HttpResponse:
+        if not request.user.has_perm("payments.add_subscription"):
+            raise PermissionDenied
+        form = SubscriptionImportForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                subscription = services.subscription_sync(
+                    provider_id=str(form.cleaned_data["provider_id"])
+                )
+            except PaymentError as exc:
+                form.add_error("provider_id", exc.message)
+            else:
+                self.log_addition(request, subscription, "imported from the provider")
+                self.message_user(request, f"Imported {subscription}.", messages.SUCCESS)
+                return HttpResponseRedirect(
+                    reverse("admin:payments_subscription_change", args=[subscription.pk])
+                )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Import a subscription from the provider",
+            "form": form,
+            "button": "Import",
+        }
+        return TemplateResponse(request, "admin/payments/payment/action.html", context)

@@ -1,0 +1,337 @@
+"""The only code that speaks HTTP to the card payments service.
+
+One `requests.Session` (keep-alive pool), explicit (connect, read) timeouts, credentials from
+settings, typed results, typed errors. Retries come from urllib3's `Retry`: GETs on connection
+errors, timeouts and 5xx; POST/PATCH/PUT always carry an `Idempotency-Key`, so they are retried
+with that same key on connection errors, timeouts and gateway errors (502/503/504), never on a
+500 the provider answered. A write whose answer never came raises `OutcomeUnknown`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+import requests
+import simplejson
+from django.conf import settings
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from payments.errors import (
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    OutcomeUnknown,
+    ProviderApiError,
+    ProviderError,
+    ProviderUnavailable,
+    Unauthorized,
+)
+from payments.types import (
+    CardToken,
+    PaymentMethodEntry,
+    ProviderPayment,
+    ProviderRefund,
+    ProviderSubscription,
+)
+
+logger = logging.getLogger(__name__)
+
+WRITES = frozenset({"POST", "PATCH", "PUT"})
+GATEWAY_ERRORS = (502, 503, 504)
+
+
+class ProviderRetry(Retry):
+    """Retry 5xx for reads; for writes only gateway errors (a 500 is the provider's answer)."""
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        if method.upper() in WRITES and status_code not in GATEWAY_ERRORS:
+            return False
+        return super().is_retry(method, status_code, has_retry_after)
+
+
+def default_retry(attempts: int = 3) -> Retry:
+    return ProviderRetry(
+        total=attempts,
+        connect=attempts,
+        read=attempts,
+        status=attempts,
+        other=0,
+        status_forcelist=(500, *GATEWAY_ERRORS),
+        allowed_methods=frozenset({"GET", *WRITES}),
+        backoff_factor=0.2,
+        backoff_jitter=0.3,
+        backoff_max=3.0,
+        raise_on_status=False,
+        respect_retry_after_header=True,
+    )
+
+
+def new_idempotency_key() -> str:
+    return uuid.uuid4().hex
+
+
+class PaymentsClient:
+    """Typed client of the card payments service; one method per provider operation."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        public_key: str,
+        access_token: str,
+        auth_scheme: str = "Basic",
+        timeout: tuple[float, float] = (3.05, 15.0),
+        retry: Retry | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._public_key = public_key
+        self._authorization = f"{auth_scheme} {access_token}"
+        self.timeout = timeout
+        self.session = requests.Session()
+        adapter = HTTPAdapter(
+            pool_connections=4,
+            pool_maxsize=16,
+            max_retries=retry if retry is not None else default_retry(),
+        )
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+
+    @classmethod
+    def from_settings(cls) -> PaymentsClient:
+        return cls(
+            base_url=settings.PAYMENTS_API_BASE_URL,
+            public_key=settings.PAYMENTS_PUBLIC_KEY,
+            access_token=settings.PAYMENTS_ACCESS_TOKEN,
+            auth_scheme=settings.PAYMENTS_AUTH_SCHEME,
+            timeout=(settings.PAYMENTS_CONNECT_TIMEOUT, settings.PAYMENTS_READ_TIMEOUT),
+        )
+
+    # --- Operations -------------------------------------------------------------------------
+
+    def create_card_token(
+        self, *, number: str, exp_month: str, exp_year: str, cvv: str, holder_name: str
+    ) -> CardToken:
+        """POST /card_tokens with the public key (server-side tokenization, for tests and tools)."""
+        body = {
+            "card": {
+                "number": number,
+                "exp_month": exp_month,
+                "exp_year": exp_year,
+                "cvv": cvv,
+                "holder_name": holder_name,
+            }
+        }
+        data = self._call(
+            "POST", "/card_tokens", body=body, public=True, idempotency_key=new_idempotency_key()
+        )
+        return CardToken.from_json(data)
+
+    def create_payment(self, *, body: dict[str, Any], idempotency_key: str) -> ProviderPayment:
+        """POST /payments. Retried only with the same key; `OutcomeUnknown` if no answer came."""
+        data = self._call("POST", "/payments", body=body, idempotency_key=idempotency_key)
+        return ProviderPayment.from_json(data)
+
+    def get_payment(self, payment_id: str) -> ProviderPayment:
+        return ProviderPayment.from_json(self._call("GET", f"/payments/{_segment(payment_id)}"))
+
+    def capture_payment(
+        self, payment_id: str, *, amount: Decimal, idempotency_key: str
+    ) -> ProviderPayment:
+        """PATCH status `approved` with `paid_amount` (at most the authorized amount)."""
+        data = self._call(
+            "PATCH",
+            f"/payments/{_segment(payment_id)}",
+            body={"status": "approved", "paid_amount": amount},
+            idempotency_key=idempotency_key,
+        )
+        return ProviderPayment.from_json(data)
+
+    def cancel_payment(self, payment_id: str, *, idempotency_key: str) -> ProviderPayment:
+        """PATCH status `cancelled`: release an authorization."""
+        data = self._call(
+            "PATCH",
+            f"/payments/{_segment(payment_id)}",
+            body={"status": "cancelled"},
+            idempotency_key=idempotency_key,
+        )
+        return ProviderPayment.from_json(data)
+
+    def refund(
+        self, payment_id: str, *, amount: Decimal | None, reason: str, idempotency_key: str
+    ) -> ProviderRefund:
+        """POST /refunds (the refunds API); without amount, what is left is refunded."""
+        body: dict[str, Any] = {"payment_id": payment_id, "reason": reason}
+        if amount is not None:
+            body["amount"] = amount
+        data = self._call("POST", "/refunds", body=body, idempotency_key=idempotency_key)
+        return ProviderRefund.from_json(data)
+
+    def list_payment_methods(self, country: str = "MX") -> list[PaymentMethodEntry]:
+        data = self._call("GET", "/payment_methods", params={"country": country})
+        return [PaymentMethodEntry.from_json(entry) for entry in data]
+
+    def get_subscription(self, subscription_id: str) -> ProviderSubscription:
+        path = f"/subscriptions/{_segment(subscription_id)}"
+        return ProviderSubscription.from_json(self._call("GET", path))
+
+    def cancel_subscription(
+        self, subscription_id: str, *, idempotency_key: str
+    ) -> ProviderSubscription:
+        """PUT /subscriptions/{id} with status `inactive` (the only change allowed)."""
+        data = self._call(
+            "PUT",
+            f"/subscriptions/{_segment(subscription_id)}",
+            body={"status": "inactive"},
+            idempotency_key=idempotency_key,
+        )
+        return ProviderSubscription.from_json(data)
+
+    # --- Transport --------------------------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: dict[str, str] | None = None,
+        idempotency_key: str | None = None,
+        public: bool = False,
+    ) -> Any:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Authorization": f"Bearer {self._public_key}" if public else self._authorization,
+        }
+        if method in WRITES:
+            headers["Idempotency-Key"] = idempotency_key or new_idempotency_key()
+        data = None if body is None else simplejson.dumps(body, use_decimal=True)
+        started = time.monotonic()
+        try:
+            response = self.session.request(
+                method,
+                f"{self.base_url}{path}",
+                data=data,
+                headers=headers,
+                params=params,
+                timeout=self.timeout,
+                allow_redirects=False,
+            )
+        except requests.RequestException as exc:
+            self._log(method, path, None, started, "", error=type(exc).__name__)
+            never_sent = isinstance(exc, requests.ConnectTimeout) or _refused(exc)
+            unknown = method in WRITES and not never_sent
+            kind = OutcomeUnknown if unknown else ProviderUnavailable
+            raise kind(f"the card payments service did not answer ({type(exc).__name__})") from exc
+        request_id = response.headers.get("X-Request-Id", "")
+        if 200 <= response.status_code < 300:
+            self._log(method, path, response.status_code, started, request_id)
+            try:
+                return _loads(response.text)
+            except ValueError as exc:
+                raise ProviderUnavailable(
+                    "the card payments service answered with invalid JSON",
+                    http_status=response.status_code,
+                    request_id=request_id,
+                ) from exc
+        error = _error_for(method, response, request_id)
+        self._log(method, path, response.status_code, started, request_id, error=error.error_code)
+        raise error
+
+    @staticmethod
+    def _log(
+        method: str, path: str, status: int | None, started: float, request_id: str, error: str = ""
+    ) -> None:
+        logger.info(
+            "payments-api %s %s -> %s in %.0f ms%s%s",
+            method,
+            path,
+            status or error,
+            (time.monotonic() - started) * 1000,
+            f" request_id={request_id}" if request_id else "",
+            f" ({error})" if error else "",
+        )
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, parse_float=Decimal)
+
+
+def _segment(value: str) -> str:
+    """A path segment that cannot change the path (ids are UUIDs; anything else is refused)."""
+    if not value or any(c in value for c in "/?#%\\ ") or value in (".", ".."):
+        raise NotFound("no such resource", http_status=404, error_code="BR1301")
+    return value
+
+
+def _refused(exc: requests.RequestException) -> bool:
+    """True when the connection was never established (so nothing was sent)."""
+    text = repr(exc)
+    return isinstance(exc, requests.ConnectionError) and (
+        "NewConnectionError" in text or "Connection refused" in text
+    )
+
+
+def _error_for(method: str, response: requests.Response, request_id: str) -> ProviderApiError:
+    try:
+        body = _loads(response.text) if response.text else {}
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    status = response.status_code
+    raw_detail = body.get("detail")
+    kwargs: dict[str, Any] = {
+        "http_status": status,
+        "error_code": str(body.get("error_code") or ""),
+        "detail": [str(d) for d in raw_detail] if isinstance(raw_detail, list) else [],
+        "request_id": request_id,
+    }
+    message = str(body.get("message") or response.reason or f"HTTP {status}")
+    if status in GATEWAY_ERRORS or (status >= 500 and not kwargs["error_code"]):
+        kind: type[ProviderApiError] = OutcomeUnknown if method in WRITES else ProviderUnavailable
+        return kind(message, **kwargs)
+    if status == 401:
+        return Unauthorized(message, **kwargs)
+    if status == 404:
+        return NotFound(message, **kwargs)
+    if status == 409:
+        if kwargs["error_code"] == "CL2209":  # the same write is still being processed
+            return OutcomeUnknown(message, **kwargs)
+        return Conflict(message, **kwargs)
+    if status >= 500:
+        return ProviderError(message, **kwargs)
+    return InvalidRequest(message, **kwargs)
+
+
+@lru_cache(maxsize=4)
+def _client_for(config: tuple[Any, ...]) -> PaymentsClient:
+    base_url, public_key, access_token, scheme, connect, read = config
+    return PaymentsClient(
+        base_url=base_url,
+        public_key=public_key,
+        access_token=access_token,
+        auth_scheme=scheme,
+        timeout=(connect, read),
+    )
+
+
+def get_client() -> PaymentsClient:
+    """The process's client for the current settings (one keep-alive pool per configuration)."""
+    return _client_for(
+        (
+            settings.PAYMENTS_API_BASE_URL,
+            settings.PAYMENTS_PUBLIC_KEY,
+            settings.PAYMENTS_ACCESS_TOKEN,
+            settings.PAYMENTS_AUTH_SCHEME,
+            settings.PAYMENTS_CONNECT_TIMEOUT,
+            settings.PAYMENTS_READ_TIMEOUT,
+        )
+    )

@@ -1,0 +1,38 @@
+"""Readable messages for provider refusals and declines (shown to shoppers and staff)."""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy as _
+
+from payments.errors import ProviderApiError
+
+REFUSALS = {
+    "CL2200": _("The card details are not valid. Please check them and try again."),
+    "CL2201": _("The card details expired before the payment. Please enter your card again."),
+    "CL2202": _("These card details were already used. Please enter your card again."),
+    "CL2203": _("This amount cannot be paid with this card."),
+    "CL2205": _("The amount is above what was authorized."),
+    "CL2206": _("The payment has changed at the provider; refresh it and try again."),
+    "CL2207": _("The amount is above what is left to refund."),
+    "CL2210": _("This card has no interest-free installments."),
+    "CL2211": _("This currency is not accepted."),
+    "CL2290": _("This card is not accepted. Please use another card."),
+    "CL1501": _("The shop could not authenticate with the payment provider."),
+    "AI1899": _("The payment provider had a problem and nothing was charged. Please try again."),
+}
+DECLINES = {
+    "RE-DEC01": _("Your bank declined the payment. Please try another card."),
+    "RE-FUN01": _("The card has insufficient funds. Please try another card."),
+    "RE-3DS01": _("The bank's verification (3-D Secure) did not succeed. Please try again."),
+    "RE-BIN01": _("This card needs a bank verification that could not be done. Try another card."),
+}
+DEFAULT_REFUSAL = _("The payment provider refused the request.")
+DEFAULT_DECLINE = _("The payment was declined. Please try another card.")
+
+
+def refusal_message(error: ProviderApiError) -> str:
+    return str(REFUSALS.get(error.error_code, DEFAULT_REFUSAL))
+
+
+def decline_message(code: str) -> str:
+    return str(DECLINES.get(code.strip().upper(), DEFAULT_DECLINE))

@@ -1,0 +1,561 @@
+"""Business rules of payments: keyword-only, typed, one transaction each.
+
+No database lock is ever held over an HTTP call: actions claim an intent on the payment with a
+compare-and-set update, call the provider, then apply the answer in a short transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from payments.client import get_client, new_idempotency_key
+from payments.errors import (
+    InvalidAmount,
+    OutcomeUnknown,
+    PaymentAttemptBlocked,
+    PaymentError,
+    PaymentInProgress,
+    PaymentNotAllowed,
+    PaymentOutcomeUnknown,
+    PaymentRefused,
+    ProviderApiError,
+    ProviderDown,
+    ProviderUnavailable,
+)
+from payments.messages import refusal_message
+from payments.models import (
+    ALLOWED_TRANSITIONS,
+    AUTHORIZATION_VALIDITY,
+    CaptureMethod,
+    Payment,
+    PaymentEvent,
+    PaymentEventKind,
+    PaymentIntent,
+    PaymentStatus,
+    Refund,
+    Subscription,
+    SubscriptionStatus,
+)
+from payments.signals import payment_status_changed
+from payments.statuses import RANK, UnknownProviderStatus, local_status
+from payments.types import CENT, ProviderPayment, ProviderSubscription
+
+logger = logging.getLogger(__name__)
+Actor = AbstractBaseUser | AnonymousUser | None
+INTENT_TIMEOUT = timedelta(minutes=5)
+IN_FLIGHT = (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
+
+
+class IllegalTransition(PaymentError):
+    """The provider reported a status this payment cannot move to from where it is."""
+
+
+def _user(actor: Actor) -> Any:
+    return actor if actor is not None and getattr(actor, "is_authenticated", False) else None
+
+
+def _record(
+    payment: Payment,
+    kind: str,
+    *,
+    actor: Actor = None,
+    old: str = "",
+    new: str = "",
+    amount: Decimal | None = None,
+    message: str = "",
+    error_code: str = "",
+) -> None:
+    PaymentEvent.objects.create(
+        payment=payment,
+        kind=kind,
+        old_status=old,
+        new_status=new,
+        amount=amount,
+        message=message[:500],
+        error_code=error_code[:16],
+        actor=_user(actor),
+    )
+
+
+def _notify_on_commit(payment: Payment, old: str, new: str) -> None:
+    def send() -> None:
+        payment_status_changed.send(sender=Payment, payment=payment, old_status=old, new_status=new)
+
+    transaction.on_commit(send)
+
+
+def check_amount(amount: Decimal, *, maximum: Decimal, what: str) -> Decimal:
+    """0 < amount <= maximum, with at most two decimals."""
+    if not isinstance(amount, Decimal) or not amount.is_finite():
+        raise InvalidAmount(f"The {what} amount must be a number.")
+    if amount != amount.quantize(CENT):
+        raise InvalidAmount(f"The {what} amount can have at most two decimals.")
+    if amount <= 0:
+        raise InvalidAmount(f"The {what} amount must be greater than zero.")
+    if amount > maximum:
+        raise InvalidAmount(f"The {what} amount cannot be more than ${maximum}.")
+    return amount
+
+
+# --- Applying provider snapshots -----------------------------------------------------------
+
+
+def _apply(
+    payment: Payment,
+    remote: ProviderPayment,
+    *,
+    kind: str,
+    actor: Actor = None,
+    amount: Decimal | None = None,
+) -> bool:
+    """Apply a snapshot to a locked payment if it is not older than what is held (version,
+    then status order). True when the payment changed. Illegal moves raise."""
+    now = timezone.now()
+    try:
+        new = local_status(remote)
+    except UnknownProviderStatus as exc:
+        raise IllegalTransition(str(exc)) from exc
+    old = payment.status
+    held = (payment.provider_version, RANK[old]) if payment.provider_id else (-1, -1)
+    if (remote.version, RANK[new]) < held:
+        payment.last_synced_at = now
+        payment.save(update_fields=["last_synced_at", "updated_at"])
+        return False
+    if new != old and new not in ALLOWED_TRANSITIONS[old]:
+        raise IllegalTransition(f"the provider reports '{new}' for a payment that is '{old}'")
+    amounts_before = (payment.captured_amount, payment.refunded_amount)
+    payment.provider_id = remote.id
+    payment.status = new
+    payment.status_code = remote.status_detail.code
+    payment.status_message = remote.status_detail.message[:128]
+    payment.captured_amount = remote.captured_amount
+    payment.refunded_amount = remote.amount_refunded
+    if remote.card:
+        payment.card_last_digits = remote.card.last_digits[-4:]
+    payment.card_brand = remote.payment_method_id or payment.card_brand
+    payment.three_ds_url = remote.three_ds_url if new == PaymentStatus.PENDING else ""
+    payment.provider_version = remote.version
+    payment.snapshot = remote.raw
+    payment.last_synced_at = now
+    payment.last_error = ""
+    if new == PaymentStatus.AUTHORIZED and payment.authorized_at is None:
+        payment.authorized_at = now
+        payment.authorization_expires_at = now + AUTHORIZATION_VALIDITY
+    payment.save()
+    status_changed = new != old
+    changed = status_changed or (payment.captured_amount, payment.refunded_amount) != amounts_before
+    if changed:
+        _record(
+            payment,
+            kind,
+            actor=actor,
+            old=old,
+            new=new,
+            amount=amount,
+            message=f"{remote.status_detail.code} {remote.status_detail.message}".strip(),
+        )
+    if status_changed:
+        _notify_on_commit(payment, old, new)
+    return changed
+
+
+def _apply_in_transaction(
+    payment_pk: int,
+    remote: ProviderPayment,
+    *,
+    kind: str,
+    actor: Actor = None,
+    amount: Decimal | None = None,
+    release_intent: bool = False,
+) -> Payment:
+    try:
+        with transaction.atomic():
+            payment = Payment.objects.select_for_update().get(pk=payment_pk)
+            _apply(payment, remote, kind=kind, actor=actor, amount=amount)
+            if release_intent:
+                _release(payment)
+            return payment
+    except IllegalTransition as exc:
+        with transaction.atomic():
+            payment = Payment.objects.select_for_update().get(pk=payment_pk)
+            _record(
+                payment,
+                PaymentEventKind.ANOMALY,
+                actor=actor,
+                old=payment.status,
+                new=remote.status,
+                message=str(exc),
+            )
+            if release_intent:
+                _release(payment)
+        logger.error("payment %s: %s", payment_pk, exc)
+        raise
+
+
+def payment_apply(*, payment: Payment, remote: ProviderPayment, actor: Actor = None) -> Payment:
+    """Apply a snapshot fetched elsewhere (e.g. by a webhook task)."""
+    return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.SYNCED, actor=actor)
+
+
+# --- Create --------------------------------------------------------------------------------
+
+
+def payment_create(
+    *,
+    external_reference: str,
+    attempt_key: str,
+    amount: Decimal,
+    currency: str,
+    description: str,
+    card_token: str,
+    capture_method: str,
+    customer: dict[str, Any],
+    prevention_data: dict[str, str],
+    return_url: str,
+    webhook_url: str,
+) -> Payment:
+    """Create the payment for one checkout attempt. The attempt (and its idempotency key) is
+    stored before the provider is called, so the same attempt never makes a second payment;
+    an answer that never came leaves it `unknown` and blocks new attempts for the order."""
+    check_amount(amount, maximum=Decimal("9999999999.99"), what="payment")
+    if capture_method not in CaptureMethod.values:
+        raise PaymentNotAllowed("Unknown capture method.")
+    existing = Payment.objects.filter(idempotency_key=attempt_key).first()
+    if existing is not None:
+        return existing
+    with transaction.atomic():
+        others = list(
+            Payment.objects.select_for_update().filter(external_reference=external_reference)
+        )
+        if any(p.status in IN_FLIGHT for p in others):
+            raise PaymentAttemptBlocked(
+                "An earlier payment attempt for this order is still being confirmed. "
+                "Please wait a moment before trying again."
+            )
+        if any(p.status in (PaymentStatus.AUTHORIZED, PaymentStatus.APPROVED) for p in others):
+            raise PaymentNotAllowed("This order is already paid.")
+        try:
+            with transaction.atomic():
+                payment = Payment.objects.create(
+                    external_reference=external_reference,
+                    idempotency_key=attempt_key,
+                    capture_method=capture_method,
+                    amount=amount,
+                    currency=currency,
+                    description=description[:255],
+                    customer_email=customer.get("email", ""),
+                )
+        except IntegrityError:
+            existing = Payment.objects.filter(idempotency_key=attempt_key).first()
+            if existing is not None:
+                return existing
+            raise PaymentInProgress("Another payment attempt for this order is running.") from None
+    body: dict[str, Any] = {
+        "amount": amount,
+        "currency": currency,
+        "description": description,
+        "capture_method": capture_method,
+        "payment_method": {"token": card_token},
+        "customer": customer,
+        "prevention_data": prevention_data,
+        "external_reference": external_reference,
+    }
+    # Optional addresses are left out rather than sent empty.
+    body.update({k: v for k, v in (("return_url", return_url), ("webhook_url", webhook_url)) if v})
+    try:
+        remote = get_client().create_payment(body=body, idempotency_key=attempt_key)
+    except OutcomeUnknown as exc:
+        _mark(payment, PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN, exc)
+        raise PaymentOutcomeUnknown(
+            "We could not confirm your payment with the bank yet. We are checking it; you will "
+            "not be charged twice."
+        ) from exc
+    except ProviderUnavailable as exc:
+        _mark(payment, PaymentStatus.FAILED, PaymentEventKind.FAILED, exc)
+        raise ProviderDown(
+            "The payment service is not reachable right now; nothing was "
+            "charged. Please try again in a moment."
+        ) from exc
+    except ProviderApiError as exc:
+        _mark(payment, PaymentStatus.FAILED, PaymentEventKind.FAILED, exc)
+        raise PaymentRefused(refusal_message(exc)) from exc
+    return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
+
+
+def _mark(payment: Payment, status: str, kind: str, error: ProviderApiError) -> None:
+    with transaction.atomic():
+        locked = Payment.objects.select_for_update().get(pk=payment.pk)
+        old = locked.status
+        locked.status = status
+        locked.last_error = str(error)[:500]
+        locked.save(update_fields=["status", "last_error", "updated_at"])
+        _record(
+            locked, kind, old=old, new=status, message=error.message, error_code=error.error_code
+        )
+        if old != status:
+            _notify_on_commit(locked, old, status)
+    payment.refresh_from_db()
+
+
+# --- Refresh ---------------------------------------------------------------------------------
+
+
+def payment_refresh(*, payment: Payment, actor: Actor = None) -> Payment:
+    """Fetch the payment from the provider and apply it if it is not older than what we hold."""
+    if not payment.provider_id:
+        raise PaymentNotAllowed(
+            "This payment has no provider id yet; it is reconciled when the provider notifies it."
+        )
+    try:
+        remote = get_client().get_payment(payment.provider_id)
+    except ProviderUnavailable as exc:
+        raise ProviderDown("The payment service is not reachable right now.") from exc
+    except ProviderApiError as exc:
+        raise PaymentRefused(refusal_message(exc)) from exc
+    return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.SYNCED, actor=actor)
+
+
+# --- Staff actions: capture, cancel, refund ---------------------------------------------------
+
+
+def _claim(payment: Payment, intent: str, allowed_status: str) -> None:
+    """Compare-and-set the intent: exactly one of several simultaneous actions proceeds."""
+    now = timezone.now()
+    claimed = Payment.objects.filter(
+        Q(intent="") | Q(intent_started_at__lt=now - INTENT_TIMEOUT),
+        pk=payment.pk,
+        status=allowed_status,
+    ).update(intent=intent, intent_started_at=now)
+    if not claimed:
+        payment.refresh_from_db()
+        if payment.intent:
+            raise PaymentInProgress(
+                f"Another action ({payment.get_intent_display().lower()}) is already running "
+                "on this payment. Refresh the page in a moment."
+            )
+        raise PaymentNotAllowed(f"The payment is now {payment.get_status_display().lower()}.")
+
+
+def _release(payment: Payment) -> None:
+    Payment.objects.filter(pk=payment.pk).update(intent="", intent_started_at=None)
+    payment.intent = ""
+    payment.intent_started_at = None
+
+
+def _action_failed(
+    payment: Payment, error: ProviderApiError, *, actor: Actor, action: str
+) -> PaymentError:
+    """Record a failed staff action and the domain error to show; learn the truth if unknown."""
+    kind = (
+        PaymentEventKind.OUTCOME_UNKNOWN
+        if isinstance(error, OutcomeUnknown)
+        else (PaymentEventKind.FAILED)
+    )
+    with transaction.atomic():
+        locked = Payment.objects.select_for_update().get(pk=payment.pk)
+        _record(
+            locked,
+            kind,
+            actor=actor,
+            old=locked.status,
+            new=locked.status,
+            message=f"{action}: {error.message}",
+            error_code=error.error_code,
+        )
+        locked.last_error = f"{action}: {error}"[:500]
+        locked.save(update_fields=["last_error", "updated_at"])
+        _release(locked)
+    payment.refresh_from_db()
+    if isinstance(error, OutcomeUnknown):
+        try:
+            payment_refresh(payment=payment, actor=actor)
+        except PaymentError:
+            pass
+        return ProviderDown(
+            f"The payment service did not confirm the {action}. The payment was "
+            "refreshed; check its status before trying again."
+        )
+    if isinstance(error, ProviderUnavailable):
+        return ProviderDown(f"The payment service is not reachable; the {action} was not made.")
+    return PaymentRefused(refusal_message(error))
+
+
+def payment_capture(
+    *, payment: Payment, amount: Decimal | None = None, actor: Actor = None
+) -> Payment:
+    """Capture an authorization, in full or in part (0 < amount <= authorized amount)."""
+    payment.refresh_from_db()
+    if not payment.can_capture():
+        raise PaymentNotAllowed(
+            f"Only an authorized payment can be captured; this one is "
+            f"{payment.get_status_display().lower()}."
+        )
+    amount = payment.amount if amount is None else amount
+    check_amount(amount, maximum=payment.amount, what="capture")
+    _claim(payment, PaymentIntent.CAPTURE, PaymentStatus.AUTHORIZED)
+    try:
+        remote = get_client().capture_payment(
+            payment.provider_id or "", amount=amount, idempotency_key=new_idempotency_key()
+        )
+    except ProviderApiError as exc:
+        raise _action_failed(payment, exc, actor=actor, action="capture") from exc
+    return _apply_in_transaction(
+        payment.pk,
+        remote,
+        kind=PaymentEventKind.CAPTURED,
+        actor=actor,
+        amount=amount,
+        release_intent=True,
+    )
+
+
+def payment_cancel(*, payment: Payment, actor: Actor = None) -> Payment:
+    """Cancel an authorization: the hold is released and nothing is charged."""
+    payment.refresh_from_db()
+    if not payment.can_cancel():
+        raise PaymentNotAllowed(
+            f"Only an authorized payment can be cancelled; this one is "
+            f"{payment.get_status_display().lower()}."
+        )
+    _claim(payment, PaymentIntent.CANCEL, PaymentStatus.AUTHORIZED)
+    try:
+        remote = get_client().cancel_payment(
+            payment.provider_id or "", idempotency_key=new_idempotency_key()
+        )
+    except ProviderApiError as exc:
+        raise _action_failed(payment, exc, actor=actor, action="cancellation") from exc
+    return _apply_in_transaction(
+        payment.pk, remote, kind=PaymentEventKind.CANCELLED, actor=actor, release_intent=True
+    )
+
+
+def payment_refund(
+    *, payment: Payment, amount: Decimal | None = None, reason: str = "", actor: Actor = None
+) -> Refund:
+    """Refund a charge, in full or in part (0 < amount <= what is left to refund)."""
+    payment.refresh_from_db()
+    if not payment.can_refund():
+        raise PaymentNotAllowed(
+            f"Only a charged payment with money left to refund can be refunded; this one is "
+            f"{payment.get_status_display().lower()}."
+        )
+    left = payment.refundable_amount
+    amount = left if amount is None else amount
+    check_amount(amount, maximum=left, what="refund")
+    _claim(payment, PaymentIntent.REFUND, PaymentStatus.APPROVED)
+    client = get_client()
+    try:
+        remote_refund = client.refund(
+            payment.provider_id or "",
+            amount=amount,
+            reason=reason[:255],
+            idempotency_key=new_idempotency_key(),
+        )
+    except ProviderApiError as exc:
+        raise _action_failed(payment, exc, actor=actor, action="refund") from exc
+    with transaction.atomic():
+        refund = Refund.objects.create(
+            payment=payment,
+            provider_id=remote_refund.id,
+            amount=remote_refund.amount,
+            status=remote_refund.status,
+            reason=reason[:255],
+            actor=_user(actor),
+        )
+    try:
+        remote = client.get_payment(payment.provider_id or "")
+    except ProviderApiError as exc:
+        # The refund is made; the payment's new amounts arrive with its next refresh.
+        with transaction.atomic():
+            locked = Payment.objects.select_for_update().get(pk=payment.pk)
+            _record(
+                locked,
+                PaymentEventKind.REFUNDED,
+                actor=actor,
+                old=locked.status,
+                new=locked.status,
+                amount=refund.amount,
+                message=f"refund {refund.provider_id}; refresh failed: {exc.message}",
+            )
+            _release(locked)
+        return refund
+    with transaction.atomic():
+        locked = Payment.objects.select_for_update().get(pk=payment.pk)
+        old = locked.status
+        try:
+            recorded = _apply(
+                locked, remote, kind=PaymentEventKind.REFUNDED, actor=actor, amount=refund.amount
+            )
+        except IllegalTransition as exc:
+            logger.error("payment %s after refund: %s", payment.pk, exc)
+            recorded = False
+        if not recorded:
+            _record(
+                locked,
+                PaymentEventKind.REFUNDED,
+                actor=actor,
+                old=old,
+                new=locked.status,
+                amount=refund.amount,
+                message=f"refund {refund.provider_id}",
+            )
+        _release(locked)
+    payment.refresh_from_db()
+    return refund
+
+
+# --- Subscriptions ---------------------------------------------------------------------------
+
+
+def _store_subscription(remote: ProviderSubscription) -> Subscription:
+    subscription, _ = Subscription.objects.update_or_create(
+        provider_id=remote.id,
+        defaults={
+            "price_id": remote.price_id,
+            "customer": remote.customer,
+            "customer_email": str(remote.customer.get("email") or "")[:254],
+            "status": remote.status if remote.status in SubscriptionStatus.values else "inactive",
+            "invoices": list(remote.invoices),
+            "snapshot": remote.raw,
+            "last_synced_at": timezone.now(),
+        },
+    )
+    return subscription
+
+
+def subscription_sync(*, provider_id: str) -> Subscription:
+    """Import (or update) a subscription from the provider by its id."""
+    try:
+        remote = get_client().get_subscription(provider_id.strip())
+    except ProviderUnavailable as exc:
+        raise ProviderDown("The payment service is not reachable right now.") from exc
+    except ProviderApiError as exc:
+        if exc.http_status == 404:
+            raise PaymentRefused("The provider has no subscription with this id.") from exc
+        raise PaymentRefused(refusal_message(exc)) from exc
+    with transaction.atomic():
+        return _store_subscription(remote)
+
+
+def subscription_cancel(*, subscription: Subscription, actor: Actor = None) -> Subscription:
+    """Set a subscription inactive at the provider (it cannot be activated again)."""
+    if subscription.status == SubscriptionStatus.INACTIVE:
+        raise PaymentNotAllowed("This subscription is already inactive.")
+    try:
+        remote = get_client().cancel_subscription(
+            subscription.provider_id, idempotency_key=new_idempotency_key()
+        )
+    except ProviderUnavailable as exc:
+        raise ProviderDown("The payment service is not reachable; nothing changed.") from exc
+    except ProviderApiError as exc:
+        raise PaymentRefused(refusal_message(exc)) from exc
+    with transaction.atomic():
+        return _store_subscription(remote)
