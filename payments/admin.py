@@ -198,14 +198,25 @@ class PaymentAdmin(admin.ModelAdmin):
 
     @admin.display(description="card")
     def card(self, obj: Payment) -> str:
-        return f"{obj.card_brand} •••• {obj.card_last_digits}" if obj.card_last_digits else "—"
+        if not obj.card_last_digits:
+            return "—"
+        return format_html(
+            '<span style="white-space:nowrap">{} •••• {}</span>',
+            obj.card_brand,
+            obj.card_last_digits,
+        )
 
     @admin.display(description="expires", ordering="authorization_expires_at")
     def expires(self, obj: Payment) -> str:
         days = obj.days_to_expiry()
         if days is None:
             return "—"
-        text = "expires today" if days == 0 else f"expires in {days} day{'s' if days != 1 else ''}"
+        if days < 0:
+            text = "expired"
+        elif days == 0:
+            text = "expires today"
+        else:
+            text = f"expires in {days} day{'s' if days != 1 else ''}"
         if days < EXPIRY_WARNING_DAYS:
             return format_html('<strong style="color:#b42318">{}</strong>', text)
         return text
@@ -343,22 +354,37 @@ class PaymentAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/payments/payment/action.html", context)
 
-    def capture_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        payment = self._payment_for(request, pk, _permission("capture"))
-        form = CaptureForm(request.POST or None, payment=payment, maximum=payment.amount)
+    def _amount_view(
+        self,
+        request: HttpRequest,
+        pk: int,
+        *,
+        action: str,
+        form_class: type[CaptureForm] | type[RefundForm],
+        maximum: Callable[[Payment], Any],
+        run: Callable[[Payment, dict[str, Any]], Any],
+    ) -> HttpResponse:
+        """A form with the amount (default and limit: `maximum`), checked before any call."""
+        payment = self._payment_for(request, pk, _permission(action))
+        form = form_class(request.POST or None, payment=payment, maximum=maximum(payment))
         if request.method == "POST" and form.is_valid():
-            amount = form.cleaned_data["amount"]
-            self._run(
-                request,
-                payment,
-                f"captured ${amount}",
-                lambda: services.payment_capture(
-                    payment=payment, amount=amount, actor=request.user
-                ),
-            )
+            data = form.cleaned_data
+            verb = {"capture": "captured", "refund": "refunded"}[action]
+            self._run(request, payment, f"{verb} ${data['amount']}", lambda: run(payment, data))
             return self._back(payment)
-        return self._form_page(
-            request, payment, f"Capture {payment.external_reference}", form, "Capture"
+        title = f"{action.capitalize()} {payment.external_reference}"
+        return self._form_page(request, payment, title, form, action.capitalize())
+
+    def capture_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        return self._amount_view(
+            request,
+            pk,
+            action="capture",
+            form_class=CaptureForm,
+            maximum=lambda p: p.amount,
+            run=lambda p, data: services.payment_capture(
+                payment=p, amount=data["amount"], actor=request.user
+            ),
         )
 
     def cancel_view(self, request: HttpRequest, pk: int) -> HttpResponse:
@@ -381,24 +407,15 @@ class PaymentAdmin(admin.ModelAdmin):
         )
 
     def refund_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        payment = self._payment_for(request, pk, _permission("refund"))
-        form = RefundForm(request.POST or None, payment=payment, maximum=payment.refundable_amount)
-        if request.method == "POST" and form.is_valid():
-            amount = form.cleaned_data["amount"]
-            self._run(
-                request,
-                payment,
-                f"refunded ${amount}",
-                lambda: services.payment_refund(
-                    payment=payment,
-                    amount=amount,
-                    reason=form.cleaned_data["reason"],
-                    actor=request.user,
-                ),
-            )
-            return self._back(payment)
-        return self._form_page(
-            request, payment, f"Refund {payment.external_reference}", form, "Refund"
+        return self._amount_view(
+            request,
+            pk,
+            action="refund",
+            form_class=RefundForm,
+            maximum=lambda p: p.refundable_amount,
+            run=lambda p, data: services.payment_refund(
+                payment=p, amount=data["amount"], reason=data["reason"], actor=request.user
+            ),
         )
 
     def refresh_view(self, request: HttpRequest, pk: int) -> HttpResponse:

@@ -21,7 +21,9 @@ import requests
 import simplejson
 from django.conf import settings
 from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
+from urllib3.exceptions import ConnectTimeoutError, MaxRetryError
+from urllib3.response import BaseHTTPResponse
+from urllib3.util.retry import RequestHistory, Retry
 
 from payments.errors import (
     Conflict,
@@ -48,12 +50,34 @@ GATEWAY_ERRORS = (502, 503, 504)
 
 
 class ProviderRetry(Retry):
-    """Retry 5xx for reads; for writes only gateway errors (a 500 is the provider's answer)."""
+    """Retry 5xx for reads; for writes only gateway errors (a 500 is the provider's answer).
+    A provider's Retry-After never stretches a wait beyond `backoff_max`, and when retries run
+    out the error keeps every attempt, so a write is called "never sent" only if none was."""
 
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
         if method.upper() in WRITES and status_code not in GATEWAY_ERRORS:
             return False
         return super().is_retry(method, status_code, has_retry_after)
+
+    def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
+        wait = super().get_retry_after(response)
+        return None if wait is None else min(wait, self.backoff_max)
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: BaseHTTPResponse | None = None,
+        error: Exception | None = None,
+        _pool: Any = None,
+        _stacktrace: Any = None,
+    ) -> Retry:
+        try:
+            return super().increment(method, url, response, error, _pool, _stacktrace)
+        except MaxRetryError as exc:
+            status = response.status if response is not None else None
+            exc.attempts = (*self.history, RequestHistory(method, url, error, status, None))  # type: ignore[attr-defined]
+            raise
 
 
 def default_retry(attempts: int = 3) -> Retry:
@@ -226,8 +250,7 @@ class PaymentsClient:
             )
         except requests.RequestException as exc:
             self._log(method, path, None, started, "", error=type(exc).__name__)
-            never_sent = isinstance(exc, requests.ConnectTimeout) or _refused(exc)
-            unknown = method in WRITES and not never_sent
+            unknown = method in WRITES and not _never_sent(exc)
             kind = OutcomeUnknown if unknown else ProviderUnavailable
             raise kind(f"the card payments service did not answer ({type(exc).__name__})") from exc
         request_id = response.headers.get("X-Request-Id", "")
@@ -236,7 +259,9 @@ class PaymentsClient:
             try:
                 return _loads(response.text)
             except ValueError as exc:
-                raise ProviderUnavailable(
+                # A write answered 2xx was done, whatever its body says: its result is unknown.
+                kind = OutcomeUnknown if method in WRITES else ProviderUnavailable
+                raise kind(
                     "the card payments service answered with invalid JSON",
                     http_status=response.status_code,
                     request_id=request_id,
@@ -271,8 +296,15 @@ def _segment(value: str) -> str:
     return value
 
 
-def _refused(exc: requests.RequestException) -> bool:
-    """True when the connection was never established (so nothing was sent)."""
+def _never_sent(exc: requests.RequestException) -> bool:
+    """True only when no attempt of the request ever reached the server (every attempt
+    failed while connecting)."""
+    retry_error = next((a for a in exc.args if isinstance(a, MaxRetryError)), None)
+    attempts = getattr(retry_error, "attempts", None)
+    if attempts:
+        return all(isinstance(a.error, ConnectTimeoutError) for a in attempts)
+    if isinstance(exc, requests.ConnectTimeout):
+        return True
     text = repr(exc)
     return isinstance(exc, requests.ConnectionError) and (
         "NewConnectionError" in text or "Connection refused" in text

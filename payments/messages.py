@@ -12,7 +12,7 @@ REFUSALS = {
     "CL2202": _("These card details were already used. Please enter your card again."),
     "CL2203": _("This amount cannot be paid with this card."),
     "CL2205": _("The amount is above what was authorized."),
-    "CL2206": _("The payment has changed at the provider; refresh it and try again."),
+    "CL2206": _("The payment changed at the provider in the meantime; nothing was done."),
     "CL2207": _("The amount is above what is left to refund."),
     "CL2210": _("This card has no interest-free installments."),
     "CL2211": _("This currency is not accepted."),

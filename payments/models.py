@@ -61,6 +61,24 @@ ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 
+def _reachable(graph: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    """Statuses reachable through one or more legal steps (a newer snapshot may skip some)."""
+    closure: dict[str, frozenset[str]] = {}
+    for start in graph:
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            status = todo.pop()
+            if status not in seen:
+                seen.add(status)
+                todo.extend(graph[status])
+        closure[start] = frozenset(seen)
+    return closure
+
+
+REACHABLE = _reachable(ALLOWED_TRANSITIONS)
+
+
 class CaptureMethod(models.TextChoices):
     AUTOMATIC = "automatic", "Automatic"
     MANUAL = "manual", "Manual (authorize, then capture)"
@@ -151,7 +169,7 @@ class Payment(models.Model):
         if self.status != PaymentStatus.AUTHORIZED or self.authorization_expires_at is None:
             return None
         remaining = self.authorization_expires_at - (now or timezone.now())
-        return max(remaining.days, 0)
+        return remaining.days  # negative once the authorization has expired
 
 
 class PaymentEventKind(models.TextChoices):

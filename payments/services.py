@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from payments.client import get_client, new_idempotency_key
 from payments.errors import (
+    Conflict,
     InvalidAmount,
     OutcomeUnknown,
     PaymentAttemptBlocked,
@@ -32,8 +33,8 @@ from payments.errors import (
 )
 from payments.messages import refusal_message
 from payments.models import (
-    ALLOWED_TRANSITIONS,
     AUTHORIZATION_VALIDITY,
+    REACHABLE,
     CaptureMethod,
     Payment,
     PaymentEvent,
@@ -129,7 +130,7 @@ def _apply(
         payment.last_synced_at = now
         payment.save(update_fields=["last_synced_at", "updated_at"])
         return False
-    if new != old and new not in ALLOWED_TRANSITIONS[old]:
+    if new != old and new not in REACHABLE[old]:
         raise IllegalTransition(f"the provider reports '{new}' for a payment that is '{old}'")
     amounts_before = (payment.captured_amount, payment.refunded_amount)
     payment.provider_id = remote.id
@@ -235,6 +236,9 @@ def payment_create(
         others = list(
             Payment.objects.select_for_update().filter(external_reference=external_reference)
         )
+        same_attempt = next((p for p in others if p.idempotency_key == attempt_key), None)
+        if same_attempt is not None:  # the twin request of this very attempt got here first
+            return same_attempt
         if any(p.status in IN_FLIGHT for p in others):
             raise PaymentAttemptBlocked(
                 "An earlier payment attempt for this order is still being confirmed. "
@@ -383,6 +387,13 @@ def _action_failed(
             f"The payment service did not confirm the {action}. The payment was "
             "refreshed; check its status before trying again."
         )
+    if isinstance(error, Conflict):
+        # The payment moved at the provider (e.g. captured elsewhere): bring it up to date.
+        try:
+            payment_refresh(payment=payment, actor=actor)
+        except PaymentError:
+            pass
+        return PaymentRefused(f"{refusal_message(error)} The payment was refreshed.")
     if isinstance(error, ProviderUnavailable):
         return ProviderDown(f"The payment service is not reachable; the {action} was not made.")
     return PaymentRefused(refusal_message(error))
@@ -557,5 +568,8 @@ def subscription_cancel(*, subscription: Subscription, actor: Actor = None) -> S
         raise ProviderDown("The payment service is not reachable; nothing changed.") from exc
     except ProviderApiError as exc:
         raise PaymentRefused(refusal_message(exc)) from exc
+    logger.info(
+        "subscription %s cancelled by %s", subscription.provider_id, _user(actor) or "system"
+    )
     with transaction.atomic():
         return _store_subscription(remote)

@@ -20,14 +20,14 @@ from sandbox.provider.errors import (
     CURRENCY_NOT_SUPPORTED,
     INSTALLMENTS_NOT_AVAILABLE,
     INTERNAL_ERROR,
-    METHOD_NOT_ACCEPTED,
     REFUND_ABOVE_BALANCE,
     ApiError,
     payment_not_found,
     transition_not_allowed,
 )
 from sandbox.provider.models import CaptureMethod, Payment, PaymentStatus, Refund, Scenario
-from sandbox.provider.tokens import card_token_claim
+from sandbox.provider.representations import card_json
+from sandbox.provider.tokens import card_token_claim, method_not_active
 from sandbox.provider.webhooks import webhook_enqueue
 
 AUTHORIZATION_VALIDITY = timedelta(days=30)
@@ -113,12 +113,7 @@ def payment_create(*, data: dict[str, Any]) -> Payment:
         token = card_token_claim(token_id=data["payment_method"]["token"])
         method = token.method
         if method.status != "active":
-            raise ApiError(
-                400,
-                METHOD_NOT_ACCEPTED,
-                "Payment method not accepted",
-                [f"the payment method '{method.id}' is not active"],
-            )
+            raise method_not_active(method.id)
         country = data.get("country", "MX")
         if data["currency"] != CURRENCIES.get(country):
             raise ApiError(
@@ -164,15 +159,7 @@ def payment_create(*, data: dict[str, Any]) -> Payment:
             metadata=data.get("metadata", {}),
             method=method,
             token=token,
-            card={
-                "bin": token.bin,
-                "issuer": token.issuer,
-                "name": token.holder_name,
-                "country": token.country,
-                "last_digits": token.last_digits,
-                "exp_year": token.exp_year,
-                "exp_month": token.exp_month,
-            },
+            card=card_json(token),
             return_url=data.get("return_url", ""),
             webhook_url=data.get("webhook_url", ""),
             created_at=now,

@@ -34,6 +34,15 @@ def invalid_card(*detail: str) -> ApiError:
     return ApiError(400, INVALID_CARD, "Invalid card data", detail)
 
 
+def method_not_active(method_id: str) -> ApiError:
+    return ApiError(
+        400,
+        METHOD_NOT_ACCEPTED,
+        "Payment method not accepted",
+        [f"the payment method '{method_id}' is not active"],
+    )
+
+
 def _rules_for(number: str, country: str) -> tuple[PaymentMethod, CardRules]:
     """The catalogue entry whose BIN pattern takes this number, or CL2290."""
     excluded = False
@@ -45,12 +54,7 @@ def _rules_for(number: str, country: str) -> tuple[PaymentMethod, CardRules]:
             excluded = True
             continue
         if method.status != "active":
-            raise ApiError(
-                400,
-                METHOD_NOT_ACCEPTED,
-                "Payment method not accepted",
-                [f"the payment method '{method.id}' is not active"],
-            )
+            raise method_not_active(method.id)
         return method, rules
     reason = (
         "this card's BIN is excluded"

@@ -15,9 +15,16 @@ def order_reference() -> str:
     return f"ORD-{uuid.uuid4().hex[:6].upper()}"
 
 
-def create_payment(provider: Api, *, number: str = VISA, amount: str = "250.00",
-                   capture_method: str = "automatic", reference: str | None = None,
-                   attempt_key: str | None = None, **extra: Any) -> Payment:
+def create_payment(
+    provider: Api,
+    *,
+    number: str = VISA,
+    amount: str = "250.00",
+    capture_method: str = "automatic",
+    reference: str | None = None,
+    attempt_key: str | None = None,
+    **extra: Any,
+) -> Payment:
     """A payment created as checkout does: a card token from the sandbox, then the service."""
     token = provider.card_token(number)["id"]
     return payment_create(

@@ -309,3 +309,17 @@ def test_a_malformed_sandbox_subscription_body_is_cl2100(api: Api) -> None:
 
     # Then it is an invalid request
     assert_error(response, 400, "CL2100")
+
+
+def test_a_subscription_can_be_read_by_id(api: Api) -> None:
+    """GET /subscriptions/{id} (the sandbox's answer to "reading: not shown") returns it whole;
+    unknown or malformed ids are 404 BR1302; the public key is refused."""
+    subscription_id = "6f1c2a8e-3b4d-4e5f-9a7b-1c2d3e4f5a6b"
+    response = api.get(f"/subscriptions/{subscription_id}")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["id"] == subscription_id and body["status"] == "active"
+    assert [i["status"] for i in body["invoices"]] == ["scheduled"] * 3
+    assert_error(api.get("/subscriptions/7a2b3c4d-0000-4a8b-9c0d-1e2f3a4b5c6d"), 404, "BR1302")
+    assert_error(api.get("/subscriptions/nope"), 404, "BR1302")
+    assert_error(api.get(f"/subscriptions/{subscription_id}", auth="public"), 401, "CL1501")

@@ -1,0 +1,456 @@
+"""payment_create against the live sandbox: outcomes, card data, idempotency, refusals, lost
+answers, order rules and bad amounts; and how provider answers read (local_status, quirks)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.forms.models import model_to_dict
+from django.utils import timezone
+
+from payments.errors import (
+    InvalidAmount,
+    PaymentAttemptBlocked,
+    PaymentNotAllowed,
+    PaymentOutcomeUnknown,
+    PaymentRefused,
+)
+from payments.messages import REFUSALS
+from payments.models import Payment, PaymentEventKind, PaymentStatus
+from payments.services import payment_capture, payment_create, payment_refresh
+from payments.statuses import UnknownProviderStatus, local_status
+from payments.types import ProviderPayment
+from tests.payments.factories import create_payment, order_reference
+from tests.support import (
+    AMEX,
+    DECLINED,
+    INSUFFICIENT_FUNDS,
+    MASTER,
+    PROVIDER_ERROR,
+    THREE_DS,
+    VISA,
+    Api,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def attempt(
+    provider: Api,
+    *,
+    token: str | None = None,
+    number: str = VISA,
+    amount: Decimal | str = "250.00",
+    capture_method: str = "automatic",
+    reference: str | None = None,
+    attempt_key: str | None = None,
+) -> Payment:
+    """One checkout attempt through the service; the card token is made unless one is given."""
+    return payment_create(
+        external_reference=reference or order_reference(),
+        attempt_key=attempt_key or uuid.uuid4().hex,
+        amount=Decimal(amount) if isinstance(amount, str) else amount,
+        currency="MXN",
+        description="Taza de barro",
+        card_token=token if token is not None else provider.card_token(number)["id"],
+        capture_method=capture_method,
+        customer={"first_name": "Ana", "last_name": "Pérez", "email": "ana@example.com"},
+        prevention_data={"device_finger_print_token": "sess_test"},
+        return_url="http://127.0.0.1:8000/checkout/return",
+        webhook_url="",
+    )
+
+
+def add_fault(provider: Api, **spec: Any) -> int:
+    response = provider.post("/_sandbox/faults", spec)
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def fault_hits(provider: Api, fault_id: int) -> int:
+    faults = {f["id"]: f for f in provider.get("/_sandbox/faults").json()}
+    return faults[fault_id]["hits"]
+
+
+def kinds(payment: Payment) -> list[str]:
+    return list(payment.events.values_list("kind", flat=True))
+
+
+# --- Outcomes ------------------------------------------------------------------------------
+
+
+def test_automatic_capture_with_a_good_card_is_approved(provider: Api) -> None:
+    """A good card with automatic capture gives an approved payment charged in full."""
+    # Given a visa card token; when the order is paid
+    payment = create_payment(provider, amount="250.00")
+
+    # Then the payment is approved, charged in full, and recorded once in the ledger
+    assert payment.status == PaymentStatus.APPROVED
+    assert payment.status_code == "AP-PAI01"
+    assert payment.captured_amount == Decimal("250.00")
+    assert payment.provider_id
+    assert payment.provider_version == 1
+    assert payment.authorized_at is None
+    assert kinds(payment) == [PaymentEventKind.CREATED]
+    event = payment.events.get()
+    assert (event.old_status, event.new_status) == (PaymentStatus.CREATING, PaymentStatus.APPROVED)
+    assert provider.payment(payment.provider_id)["status"] == "approved"
+
+
+def test_manual_capture_is_authorized_for_thirty_days(provider: Api) -> None:
+    """Manual capture gives an authorization stamped now that expires 30 days later."""
+    # Given a good card; when the order is paid with manual capture
+    before = timezone.now()
+    payment = create_payment(provider, capture_method="manual", amount="1000.00")
+    after = timezone.now()
+
+    # Then it is authorized (AU-CAP01), nothing captured, with its expiry 30 days ahead
+    assert payment.status == PaymentStatus.AUTHORIZED
+    assert payment.status_code == "AU-CAP01"
+    assert payment.captured_amount == Decimal("0.00")
+    assert before <= payment.authorized_at <= after
+    assert payment.authorization_expires_at - payment.authorized_at == timedelta(days=30)
+    assert payment.days_to_expiry() in (29, 30)
+
+
+def test_three_ds_card_is_pending_with_the_challenge_url(provider: Api) -> None:
+    """A card that needs 3-D Secure leaves the payment pending with the challenge address."""
+    # Given the 3-D Secure test card; when the order is paid
+    payment = create_payment(provider, number=THREE_DS)
+
+    # Then the payment is pending (PE-3DS01) and keeps the sandbox's challenge URL
+    assert payment.status == PaymentStatus.PENDING
+    assert payment.status_code == "PE-3DS01"
+    assert payment.three_ds_url.startswith(f"{provider.base_url}/3ds/")
+    remote = provider.payment(payment.provider_id)
+    assert remote["pending_action"] == {"type": "open_modal", "url": payment.three_ds_url}
+
+
+@pytest.mark.parametrize(
+    ("number", "code"), [(DECLINED, "RE-DEC01"), (INSUFFICIENT_FUNDS, "RE-FUN01")]
+)
+def test_declined_card_is_rejected_with_its_detail(provider: Api, number: str, code: str) -> None:
+    """A declined card gives a rejected payment whose status_code says why."""
+    # Given a card the issuer declines; when the order is paid
+    payment = create_payment(provider, number=number)
+
+    # Then the payment is rejected with the decline detail, nothing captured
+    assert payment.status == PaymentStatus.REJECTED
+    assert payment.status_code == code
+    assert payment.captured_amount == Decimal("0.00")
+    assert payment.is_final
+
+
+@pytest.mark.parametrize(
+    ("number", "brand", "last4"),
+    [(VISA, "visa", "4242"), (MASTER, "master", "4444"), (AMEX, "amex", "0005")],
+)
+def test_only_brand_and_last_digits_are_kept(
+    provider: Api, number: str, brand: str, last4: str
+) -> None:
+    """The card brand and last four digits are stored; the full number is stored nowhere."""
+    # Given a card of each brand; when the order is paid
+    payment = create_payment(provider, number=number)
+
+    # Then brand and last digits are kept
+    assert payment.card_brand == brand
+    assert payment.card_last_digits == last4
+    # And the full number appears in no field, no snapshot and no ledger message
+    stored = json.dumps(model_to_dict(payment), default=str)
+    stored += json.dumps(payment.snapshot, default=str)
+    stored += json.dumps(list(payment.events.values()), default=str)
+    assert number not in stored
+    card = payment.snapshot["payment_method"]["card"]
+    assert card["last_digits"] == last4
+    assert len(card["bin"]) <= 6
+
+
+# --- Idempotency -----------------------------------------------------------------------------
+
+
+def test_same_attempt_key_twice_makes_one_payment(provider: Api) -> None:
+    """The same attempt key twice gives one provider payment and the same local Payment."""
+    # Given a paid attempt
+    key = uuid.uuid4().hex
+    reference = order_reference()
+    first = attempt(provider, reference=reference, attempt_key=key)
+
+    # When the same attempt is submitted again (a double click, a retried request)
+    second = attempt(provider, reference=reference, attempt_key=key)
+
+    # Then it is the same local payment and the provider holds a single payment
+    assert second.pk == first.pk
+    assert second.status == PaymentStatus.APPROVED
+    assert [p["id"] for p in provider.payments()] == [first.provider_id]
+    assert Payment.objects.filter(external_reference=reference).count() == 1
+
+
+# --- Provider refusals ---------------------------------------------------------------------
+
+
+def assert_refused(payment_qs: Any, exc: PaymentRefused, code: str) -> None:
+    payment = payment_qs.get()
+    assert payment.status == PaymentStatus.FAILED
+    assert payment.provider_id is None
+    event = payment.events.get(kind=PaymentEventKind.FAILED)
+    assert event.error_code == code
+    assert (event.old_status, event.new_status) == (PaymentStatus.CREATING, PaymentStatus.FAILED)
+    # The shopper reads a sentence, not a code
+    assert exc.message == str(REFUSALS[code])
+    assert code not in exc.message
+
+
+def test_expired_card_token_is_refused(provider: Api) -> None:
+    """A card token older than 15 minutes is refused (CL2201) with a readable message."""
+    # Given a card token and a provider clock 15 minutes and one second later
+    token = provider.card_token(VISA)["id"]
+    assert provider.post("/_sandbox/clock", {"advance_seconds": 901}).status_code == 200
+    reference = order_reference()
+
+    # When the order is paid with it
+    with pytest.raises(PaymentRefused) as caught:
+        attempt(provider, token=token, reference=reference)
+
+    # Then the attempt failed, the ledger says why, and no provider payment exists
+    assert_refused(Payment.objects.filter(external_reference=reference), caught.value, "CL2201")
+    assert provider.payments() == []
+
+
+def test_amount_outside_accepted_range_is_refused(provider: Api) -> None:
+    """An amount below the method's accepted minimum is refused (CL2203)."""
+    # Given a visa card (accepted from 10.00); when 5.00 is paid
+    reference = order_reference()
+    with pytest.raises(PaymentRefused) as caught:
+        attempt(provider, amount="5.00", reference=reference)
+
+    # Then the attempt failed with CL2203 in the ledger and a readable message
+    assert_refused(Payment.objects.filter(external_reference=reference), caught.value, "CL2203")
+    assert provider.payments() == []
+
+
+def test_provider_internal_error_is_refused(provider: Api) -> None:
+    """A provider 500 AI1899 on create fails the attempt with a readable message."""
+    # Given the test card that makes the provider fail; when the order is paid
+    reference = order_reference()
+    with pytest.raises(PaymentRefused) as caught:
+        attempt(provider, number=PROVIDER_ERROR, reference=reference)
+
+    # Then the attempt failed with AI1899 in the ledger
+    assert_refused(Payment.objects.filter(external_reference=reference), caught.value, "AI1899")
+    assert provider.payments() == []
+
+
+def test_failed_attempt_allows_a_new_attempt(provider: Api) -> None:
+    """After a refused attempt the same order can be paid again."""
+    # Given an order whose first attempt was refused
+    reference = order_reference()
+    with pytest.raises(PaymentRefused):
+        attempt(provider, amount="5.00", reference=reference)
+
+    # When the shopper tries again with an accepted amount
+    payment = attempt(provider, amount="50.00", reference=reference)
+
+    # Then the new attempt is approved
+    assert payment.status == PaymentStatus.APPROVED
+    statuses = set(
+        Payment.objects.filter(external_reference=reference).values_list("status", flat=True)
+    )
+    assert statuses == {PaymentStatus.FAILED, PaymentStatus.APPROVED}
+
+
+# --- Lost answers ----------------------------------------------------------------------------
+
+
+def test_lost_answer_leaves_outcome_unknown_and_blocks_new_attempts(provider: Api) -> None:
+    """A create whose answer never comes is `unknown` and blocks new attempts for the order."""
+    # Given the provider processes POST /payments but every answer is lost (502)
+    fault = add_fault(
+        provider, path="/payments", method="POST", status=502, after_processing=True, times=10
+    )
+    reference = order_reference()
+
+    # When the order is paid
+    with pytest.raises(PaymentOutcomeUnknown) as caught:
+        attempt(provider, reference=reference)
+
+    # Then the payment is unknown, the ledger says so, and the provider made one payment
+    payment = Payment.objects.get(external_reference=reference)
+    assert payment.status == PaymentStatus.UNKNOWN
+    event = payment.events.get()
+    assert event.kind == PaymentEventKind.OUTCOME_UNKNOWN
+    assert (event.old_status, event.new_status) == (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
+    assert "charged twice" in caught.value.message
+    assert len(provider.payments()) == 1
+    hits = fault_hits(provider, fault)
+    assert hits > 1  # the client retried with the same key
+
+    # When the shopper tries again with a new attempt key
+    with pytest.raises(PaymentAttemptBlocked):
+        attempt(provider, reference=reference)
+
+    # Then the provider was not called and no new local payment exists
+    assert fault_hits(provider, fault) == hits
+    assert len(provider.payments()) == 1
+    assert Payment.objects.filter(external_reference=reference).count() == 1
+
+
+# --- Order rules -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("capture_method", ["automatic", "manual"])
+def test_paid_order_refuses_a_new_attempt(provider: Api, capture_method: str) -> None:
+    """An order already approved or authorized refuses a new payment attempt."""
+    # Given an order paid (or authorized)
+    reference = order_reference()
+    attempt(provider, reference=reference, capture_method=capture_method)
+
+    # When another attempt is made for it
+    with pytest.raises(PaymentNotAllowed):
+        attempt(provider, reference=reference)
+
+    # Then no second payment exists, locally or at the provider
+    assert Payment.objects.filter(external_reference=reference).count() == 1
+    assert len(provider.payments()) == 1
+
+
+def test_rejected_order_allows_a_new_attempt(provider: Api) -> None:
+    """After a declined card the shopper can pay the same order with another card."""
+    # Given an order whose card was declined
+    reference = order_reference()
+    rejected = attempt(provider, number=DECLINED, reference=reference)
+    assert rejected.status == PaymentStatus.REJECTED
+
+    # When they pay with another card
+    payment = attempt(provider, number=MASTER, reference=reference)
+
+    # Then the new attempt is approved and both attempts are kept
+    assert payment.status == PaymentStatus.APPROVED
+    assert payment.pk != rejected.pk
+    assert Payment.objects.filter(external_reference=reference).count() == 2
+    assert len(provider.payments()) == 2
+
+
+@pytest.mark.parametrize(
+    "amount", [Decimal("0"), Decimal("-1"), Decimal("1.001"), Decimal("NaN"), 12.5]
+)
+def test_bad_amount_is_refused_before_the_provider(provider: Api, amount: Any) -> None:
+    """Zero, negative, sub-cent, NaN or float amounts raise InvalidAmount; nothing is made."""
+    # Given an order; when it is paid with a bad amount
+    reference = order_reference()
+    with pytest.raises(InvalidAmount) as caught:
+        attempt(provider, token="tok_never_used", amount=amount, reference=reference)
+
+    # Then the error is readable and nothing was created anywhere
+    assert caught.value.message
+    assert not Payment.objects.filter(external_reference=reference).exists()
+    assert provider.payments() == []
+
+
+def test_unknown_capture_method_is_refused(provider: Api) -> None:
+    """A capture method other than automatic or manual is refused before the provider."""
+    # Given an order; when it is paid with an unknown capture method
+    reference = order_reference()
+    with pytest.raises(PaymentNotAllowed):
+        attempt(provider, token="tok_never_used", capture_method="later", reference=reference)
+
+    # Then nothing was created
+    assert not Payment.objects.filter(external_reference=reference).exists()
+    assert provider.payments() == []
+
+
+# --- Quirks of provider answers -----------------------------------------------------------
+
+
+def test_authorized_as_approved_quirk_reads_as_authorized(provider: Api, admin_user) -> None:
+    """An authorization answered as `approved` with AU-CAP01 is authorized locally and captures."""
+    # Given the provider answers authorizations like the spec's sample
+    assert provider.post("/_sandbox/quirks", {"authorized_as_approved": True}).status_code == 200
+
+    # When an order is paid with manual capture
+    payment = create_payment(provider, capture_method="manual", amount="400.00")
+
+    # Then the detail code decides: it is authorized, with an expiry
+    assert provider.payment(payment.provider_id)["status"] == "approved"
+    assert payment.status == PaymentStatus.AUTHORIZED
+    assert payment.authorization_expires_at is not None
+    assert payment.captured_amount == Decimal("0.00")
+    # And a refresh keeps reading it as authorized
+    assert payment_refresh(payment=payment).status == PaymentStatus.AUTHORIZED
+
+    # When staff capture it
+    payment = payment_capture(payment=payment, amount=None, actor=admin_user)
+
+    # Then the capture is made at the provider
+    assert (payment.status, payment.status_code) == (PaymentStatus.APPROVED, "AP-PAI01")
+    assert payment.captured_amount == Decimal("400.00")
+
+
+def test_three_ds_payment_reads_pending_whatever_the_message_case(provider: Api) -> None:
+    """The sandbox varies PE-3DS01's message case; every answer reads as pending."""
+    # Given a pending 3-D Secure payment
+    payment = create_payment(provider, number=THREE_DS)
+
+    # When its answers (whose message case varies with the version) are read
+    remote = provider.payment(payment.provider_id)
+
+    # Then each reads as pending
+    for message in ("Waiting 3DS", "waiting 3ds", "WAITING 3DS"):
+        snapshot = {**remote, "status_detail": {"code": "PE-3DS01", "message": message}}
+        assert local_status(ProviderPayment.from_json(snapshot)) == PaymentStatus.PENDING
+    assert payment_refresh(payment=payment).status == PaymentStatus.PENDING
+
+
+def remote(status: str, code: str, message: str) -> ProviderPayment:
+    return ProviderPayment.from_json(
+        {
+            "id": str(uuid.uuid4()),
+            "status": status,
+            "status_detail": {"code": code, "message": message},
+            "amount": "100.00",
+            "currency": "MXN",
+            "version": 1,
+        }
+    )
+
+
+@pytest.mark.parametrize("message", ["Waiting 3DS", "waiting 3ds", "WAITING 3DS", "wAiTiNg 3dS"])
+@pytest.mark.parametrize("code", ["PE-3DS01", "pe-3ds01", " PE-3DS01 "])
+def test_local_status_pe_3ds01_is_pending_in_any_case(code: str, message: str) -> None:
+    """PE-3DS01 reads as pending whatever the letter case of its message (or code)."""
+    # Given a pending answer; when it is read; then it is pending
+    assert local_status(remote("pending", code, message)) == PaymentStatus.PENDING
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "message", "expected"),
+    [
+        ("approved", "AU-CAP01", "Pending capture", PaymentStatus.AUTHORIZED),
+        ("APPROVED", "au-cap01", "PENDING CAPTURE", PaymentStatus.AUTHORIZED),
+        ("authorized", "AU-CAP01", "Pending capture", PaymentStatus.AUTHORIZED),
+        ("approved", "AP-PAI01", "Waiting 3DS", PaymentStatus.APPROVED),
+        ("approved", "AP-PAI01", "Pending capture", PaymentStatus.APPROVED),
+        ("rejected", "RE-DEC01", "waiting 3ds", PaymentStatus.REJECTED),
+        ("cancelled", "CA-EXP01", "Authorization expired", PaymentStatus.CANCELLED),
+        ("refunded", "RF-REF01", "Refunded", PaymentStatus.REFUNDED),
+        ("Pending", "", "", PaymentStatus.PENDING),
+    ],
+)
+def test_local_status_is_decided_by_codes_never_messages(
+    status: str, code: str, message: str, expected: str
+) -> None:
+    """The detail code (where specific) then the status decide; the message never does."""
+    # Given a hand-built provider answer; when it is read; then codes and status decide
+    assert local_status(remote(status, code, message)) == expected
+
+
+@pytest.mark.parametrize("status", ["paid", "", "creating", "unknown", "failed"])
+def test_local_status_refuses_unknown_provider_statuses(status: str) -> None:
+    """A status the provider does not define (or a local-only one) is refused, not guessed."""
+    # Given an answer with a status outside the provider's set; when read; then it raises
+    with pytest.raises(UnknownProviderStatus):
+        local_status(remote(status, "XX-000", "whatever"))

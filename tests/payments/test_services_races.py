@@ -1,0 +1,186 @@
+"""Races for real: threads released together by a barrier, each with its own database
+connection, against the live sandbox; the provider's fault `hits` count its calls."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from payments.errors import InvalidAmount, PaymentInProgress, PaymentNotAllowed
+from payments.models import Payment, PaymentEventKind, PaymentStatus, Refund
+from payments.services import payment_cancel, payment_capture, payment_create, payment_refund
+from tests.payments.factories import create_payment, order_reference
+from tests.support import Api
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LOSERS = (PaymentInProgress, PaymentNotAllowed)
+
+
+def add_fault(provider: Api, **spec: Any) -> int:
+    response = provider.post("/_sandbox/faults", spec)
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def fault_hits(provider: Api, fault_id: int) -> int:
+    faults = {f["id"]: f for f in provider.get("/_sandbox/faults").json()}
+    return faults[fault_id]["hits"]
+
+
+def run_together(*calls: Callable[[], Any]) -> list[Any]:
+    """Run each call in its own thread, all released at once; results or raised exceptions."""
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def worker(index: int, call: Callable[[], Any]) -> None:
+        try:
+            barrier.wait(timeout=10)
+            results[index] = call()
+        except BaseException as exc:
+            results[index] = exc
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=worker, args=(i, call), daemon=True) for i, call in enumerate(calls)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a racing call never finished"
+    return results
+
+
+def split(results: list[Any]) -> tuple[list[Any], list[BaseException]]:
+    errors = [r for r in results if isinstance(r, BaseException)]
+    return [r for r in results if not isinstance(r, BaseException)], errors
+
+
+def test_two_captures_at_once_make_one_provider_call(provider: Api, admin_user) -> None:
+    """Two simultaneous captures of one authorization make one PATCH; the other is refused."""
+    # Given an authorization and a provider that takes 300 ms to answer a PATCH
+    payment = create_payment(provider, capture_method="manual")
+    patches = add_fault(provider, path="/payments", method="PATCH", latency_ms=300)
+
+    # When two staff members capture it at the same moment
+    def capture() -> Payment:
+        return payment_capture(
+            payment=Payment.objects.get(pk=payment.pk), amount=None, actor=admin_user
+        )
+
+    results = run_together(capture, capture)
+
+    # Then the provider saw one capture; one call succeeded, the other was told why not
+    assert fault_hits(provider, patches) == 1
+    done, errors = split(results)
+    assert len(done) == 1 and len(errors) == 1, results
+    assert isinstance(errors[0], LOSERS), repr(errors[0])
+    assert done[0].status == PaymentStatus.APPROVED
+    payment.refresh_from_db()
+    assert (payment.status, payment.intent) == (PaymentStatus.APPROVED, "")
+    assert payment.captured_amount == Decimal("250.00")
+    assert payment.events.filter(kind=PaymentEventKind.CAPTURED).count() == 1
+
+
+def test_capture_and_cancel_at_once_make_one_provider_call(provider: Api, admin_user) -> None:
+    """A capture and a cancel of one authorization at once: one PATCH, and the states agree."""
+    # Given an authorization and a provider that takes 300 ms to answer a PATCH
+    payment = create_payment(provider, capture_method="manual")
+    patches = add_fault(provider, path="/payments", method="PATCH", latency_ms=300)
+
+    # When one staff member captures it while another cancels it
+    results = run_together(
+        lambda: payment_capture(
+            payment=Payment.objects.get(pk=payment.pk), amount=None, actor=admin_user
+        ),
+        lambda: payment_cancel(payment=Payment.objects.get(pk=payment.pk), actor=admin_user),
+    )
+
+    # Then the provider saw one call; exactly one action won, and both sides agree on it
+    assert fault_hits(provider, patches) == 1
+    done, errors = split(results)
+    assert len(done) == 1 and len(errors) == 1, results
+    assert isinstance(errors[0], LOSERS), repr(errors[0])
+    payment.refresh_from_db()
+    assert payment.status in (PaymentStatus.APPROVED, PaymentStatus.CANCELLED)
+    assert payment.status == done[0].status == provider.payment(payment.provider_id)["status"]
+    assert payment.intent == ""
+
+
+def test_two_refunds_at_once_make_one_provider_call(provider: Api, admin_user) -> None:
+    """Two simultaneous refunds that together exceed the charge make one provider refund."""
+    # Given a charge of 250.00 and a provider that takes 300 ms to answer a refund
+    payment = create_payment(provider)
+    refunds = add_fault(provider, path="/refunds", method="POST", latency_ms=300)
+
+    # When two staff members refund 150.00 each at the same moment
+    def refund() -> Refund:
+        return payment_refund(
+            payment=Payment.objects.get(pk=payment.pk), amount=Decimal("150.00"), actor=admin_user
+        )
+
+    results = run_together(refund, refund)
+
+    # Then one refund was made; the other was refused (in progress, or above what is left)
+    assert fault_hits(provider, refunds) == 1
+    done, errors = split(results)
+    assert len(done) == 1 and len(errors) == 1, results
+    assert isinstance(errors[0], (*LOSERS, InvalidAmount)), repr(errors[0])
+    payment.refresh_from_db()
+    assert payment.refunded_amount == Decimal("150.00")
+    assert payment.intent == ""
+    assert Refund.objects.filter(payment=payment).count() == 1
+    assert provider.payment(payment.provider_id)["amount_refunded"] == Decimal("150.00")
+
+
+# The second submission trails the first by 0-8 ms: the interleavings a double click makes.
+@pytest.mark.parametrize("lag_ms", range(9))
+def test_two_creates_with_the_same_attempt_key_make_one_provider_payment(
+    provider: Api, lag_ms: int
+) -> None:
+    """The same checkout attempt submitted twice at once makes one payment, given to both."""
+    # Given one attempt (key and card token) and a provider that takes 300 ms to create
+    key = uuid.uuid4().hex
+    reference = order_reference()
+    token = provider.card_token()["id"]
+    creates = add_fault(provider, path="/payments", method="POST", latency_ms=300)
+
+    def create() -> Payment:
+        return payment_create(
+            external_reference=reference,
+            attempt_key=key,
+            amount=Decimal("250.00"),
+            currency="MXN",
+            description="Taza de barro",
+            card_token=token,
+            capture_method="automatic",
+            customer={"email": "ana@example.com"},
+            prevention_data={},
+            return_url="",
+            webhook_url="",
+        )
+
+    def create_later() -> Payment:
+        time.sleep(lag_ms / 1000)
+        return create()
+
+    # When it is submitted twice at (nearly) the same moment
+    results = run_together(create, create_later)
+
+    # Then the provider made one payment and the shop holds one
+    assert fault_hits(provider, creates) == 1
+    assert len(provider.payments()) == 1
+    payment = Payment.objects.get(idempotency_key=key)
+    assert payment.status == PaymentStatus.APPROVED
+    assert Payment.objects.filter(external_reference=reference).count() == 1
+    # And both submissions get that same payment (the same attempt is never "blocked")
+    assert [getattr(r, "pk", r) for r in results] == [payment.pk, payment.pk]
