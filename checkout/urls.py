@@ -7,4 +7,14 @@ app_name = "checkout"
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("productos/<slug:slug>/", views.product_detail, name="product"),
+    path("carrito/", views.cart_view, name="cart"),
+    path("carrito/agregar/<slug:slug>/", views.cart_add, name="cart_add"),
+    path("carrito/actualizar/<slug:slug>/", views.cart_update, name="cart_update"),
+    path("carrito/quitar/<slug:slug>/", views.cart_remove, name="cart_remove"),
+    path("checkout/", views.checkout, name="checkout"),
+    path("pedidos/<str:reference>/", views.order_detail, name="order"),
+    path("pedidos/<str:reference>/pagar/", views.pay, name="pay"),
+    path("pedidos/<str:reference>/pagos/", views.pay_attempt, name="pay_attempt"),
+    path("pedidos/<str:reference>/estado-pago/", views.payment_status, name="payment_status"),
 ]

@@ -8,5 +8,6 @@ admin.site.index_title = "Payments, orders and subscriptions"
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("i18n/", include("django.conf.urls.i18n")),
     path("", include("checkout.urls")),
 ]

@@ -163,7 +163,7 @@ def _apply(
             amount=amount,
             message=f"{remote.status_detail.code} {remote.status_detail.message}".strip(),
         )
-    if status_changed:
+    if changed:  # a partial refund keeps the status but changes the order (partially refunded)
         _notify_on_commit(payment, old, new)
     return changed
 

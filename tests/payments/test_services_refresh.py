@@ -200,10 +200,11 @@ def test_status_signal_is_sent_once_per_change_after_commit(
     ]
 
 
-def test_status_signal_not_sent_when_only_amounts_change(
+def test_a_partial_refund_signals_once_with_the_same_status(
     provider: Api, status_changes: list[dict[str, Any]], django_capture_on_commit_callbacks: Any
 ) -> None:
-    """A partial refund (amounts change, status does not) sends no status signal."""
+    """A partial refund (amounts change, status does not) signals once, so the order can show
+    it as partially refunded; a refresh that changes nothing signals nothing."""
     # Given a charge refunded in part at the provider
     payment = create_payment(provider)
     response = provider.post(
@@ -211,10 +212,15 @@ def test_status_signal_not_sent_when_only_amounts_change(
     )
     assert response.status_code == 201, response.text
 
-    # When it is refreshed; then no signal is sent
+    # When it is refreshed twice
     with django_capture_on_commit_callbacks(execute=True):
         payment_refresh(payment=payment)
-    assert status_changes == []
+        payment_refresh(payment=payment)
+
+    # Then one signal, status unchanged, the new amount stored
+    assert [(c["old"], c["new"]) for c in status_changes] == [("approved", "approved")]
+    payment.refresh_from_db()
+    assert payment.refunded_amount == Decimal("10.00")
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,4 +1,4 @@
-"""Seed the shop's demo data: two staff accounts for the admin (idempotent)."""
+"""Seed the shop's demo data: the product catalogue and two staff accounts (idempotent)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand
+
+from checkout.catalog_seed import DEMO_PRODUCTS
+from checkout.models import Product
 
 # Documented in the README; demo only.
 DEMO_ADMIN_USERNAME = "admin"
@@ -23,6 +26,11 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        for data in DEMO_PRODUCTS:
+            fields = {k: v for k, v in data.items() if k != "slug"}
+            _, created = Product.objects.get_or_create(slug=data["slug"], defaults=fields)
+            if created:
+                self.stdout.write(f"Created the product '{data['slug']}'.")
         self._account(DEMO_ADMIN_USERNAME, DEMO_ADMIN_PASSWORD, superuser=True)
         viewer = self._account(DEMO_VIEWER_USERNAME, DEMO_VIEWER_PASSWORD, superuser=False)
         viewer.user_permissions.set(

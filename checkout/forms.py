@@ -1,0 +1,76 @@
+"""Forms of the storefront: cart changes and the customer details of the checkout."""
+
+from __future__ import annotations
+
+import re
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+MEXICAN_STATES = [
+    "Aguascalientes", "Baja California", "Baja California Sur", "Campeche", "Chiapas",
+    "Chihuahua", "Ciudad de México", "Coahuila", "Colima", "Durango", "Estado de México",
+    "Guanajuato", "Guerrero", "Hidalgo", "Jalisco", "Michoacán", "Morelos", "Nayarit",
+    "Nuevo León", "Oaxaca", "Puebla", "Querétaro", "Quintana Roo", "San Luis Potosí", "Sinaloa",
+    "Sonora", "Tabasco", "Tamaulipas", "Tlaxcala", "Veracruz", "Yucatán", "Zacatecas",
+]
+
+
+class QuantityForm(forms.Form):
+    quantity = forms.IntegerField(min_value=0, max_value=99, initial=1)
+
+
+class CheckoutForm(forms.Form):
+    first_name = forms.CharField(label=_("First name"), max_length=100,
+                                 widget=forms.TextInput(attrs={"autocomplete": "given-name"}))
+    last_name = forms.CharField(label=_("Last name"), max_length=100,
+                                widget=forms.TextInput(attrs={"autocomplete": "family-name"}))
+    email = forms.EmailField(label=_("Email"), max_length=254,
+                             widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    phone = forms.CharField(
+        label=_("Phone"), max_length=20, help_text=_("10 digits, e.g. 55 1234 5678"),
+        widget=forms.TextInput(attrs={"autocomplete": "tel", "inputmode": "tel"}),
+    )
+    street = forms.CharField(label=_("Street"), max_length=200,
+                             widget=forms.TextInput(attrs={"autocomplete": "address-line1"}))
+    number = forms.CharField(label=_("Number"), max_length=20)
+    colony = forms.CharField(label=_("Colony"), max_length=120)
+    city = forms.CharField(label=_("City"), max_length=120,
+                           widget=forms.TextInput(attrs={"autocomplete": "address-level2"}))
+    state = forms.ChoiceField(label=_("State"),
+                              choices=[("", "—")] + [(s, s) for s in MEXICAN_STATES])
+    postal_code = forms.CharField(
+        label=_("Postal code"), max_length=5, min_length=5,
+        widget=forms.TextInput(attrs={"autocomplete": "postal-code", "inputmode": "numeric"}),
+    )
+    country = forms.ChoiceField(label=_("Country"), choices=[("MX", "México")], initial="MX")
+
+    def clean_phone(self) -> str:
+        digits = re.sub(r"[\s()+-]", "", self.cleaned_data["phone"])
+        if digits.startswith("52") and len(digits) == 12:
+            digits = digits[2:]
+        if not (digits.isdigit() and len(digits) == 10):
+            raise forms.ValidationError(_("Enter a 10-digit Mexican phone number."))
+        return digits
+
+    def clean_postal_code(self) -> str:
+        code = self.cleaned_data["postal_code"].strip()
+        if not (code.isdigit() and len(code) == 5):
+            raise forms.ValidationError(_("A Mexican postal code has 5 digits."))
+        return code
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean() or {}
+        for name, value in list(data.items()):
+            if isinstance(value, str):
+                data[name] = value.strip()
+        return data
+
+
+class PaymentAttemptForm(forms.Form):
+    """The JSON body of a payment attempt: the SDK's card token and prevention data."""
+
+    card_token = forms.CharField(max_length=64)
+    attempt_id = forms.RegexField(regex=r"^[0-9a-f]{32}$", max_length=32)
+    session_id = forms.CharField(max_length=128, required=False)
+    user_agent = forms.CharField(max_length=512, required=False)

@@ -1,0 +1,281 @@
+"""Business rules of the storefront: orders from carts, paying them, and what an order's
+status is given its payments (the only way an order moves)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.core.mail import send_mail
+from django.db import transaction
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+
+from checkout.cart import Cart
+from checkout.models import Order, OrderItem, OrderStatus, Product
+from payments import services as payments
+from payments.client import get_client
+from payments.errors import PaymentError, ProviderApiError
+from payments.messages import decline_message
+from payments.models import Payment, PaymentStatus
+from payments.types import PaymentMethodEntry
+
+logger = logging.getLogger(__name__)
+CATALOGUE_CACHE_KEY = "checkout:payment-methods:MX"
+CATALOGUE_TTL = 300
+
+
+class CheckoutError(Exception):
+    """A checkout problem with a message for the shopper."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- Orders ---------------------------------------------------------------------------------
+
+def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: str) -> Order:
+    """Freeze the cart into an order: prices at order time, stock reserved, in one transaction."""
+    lines = cart.lines()
+    if not lines:
+        raise CheckoutError(_("Your cart is empty."))
+    with transaction.atomic():
+        products = Product.objects.select_for_update().in_bulk([line.product.pk for line in lines])
+        problems = []
+        for line in lines:
+            product = products[line.product.pk]
+            if not product.active:
+                problems.append(_("%(name)s is no longer sold.") % {"name": product.display_name})
+            elif product.stock < line.quantity:
+                problems.append(
+                    _("Only %(count)s of %(name)s left.")
+                    % {"count": product.stock, "name": product.display_name}
+                )
+        if problems:
+            raise CheckoutError(" ".join(problems))
+        order = Order.objects.create(
+            total=sum((products[line.product.pk].price * line.quantity for line in lines),
+                      Decimal("0.00")),
+            language=language,
+            **customer,
+        )
+        for line in lines:
+            product = products[line.product.pk]
+            OrderItem.objects.create(order=order, product=product, name=product.name,
+                                     unit_price=product.price, quantity=line.quantity)
+            product.stock -= line.quantity
+            product.save(update_fields=["stock"])
+    return order
+
+
+def order_payments(order: Order) -> list[Payment]:
+    return list(Payment.objects.filter(external_reference=order.reference).order_by("created_at"))
+
+
+def derive_order_status(payments_of_order: list[Payment]) -> str:
+    """What the order's payments say about it, best outcome first (idempotent, so duplicate
+    or late notifications can only land in the same place)."""
+    by_status: dict[str, list[Payment]] = {}
+    for payment in payments_of_order:
+        by_status.setdefault(payment.status, []).append(payment)
+    if approved := by_status.get(PaymentStatus.APPROVED):
+        if any(p.refunded_amount > 0 for p in approved):
+            return OrderStatus.PARTIALLY_REFUNDED
+        return OrderStatus.PAID
+    cancelled = by_status.get(PaymentStatus.CANCELLED, [])
+    if PaymentStatus.REFUNDED in by_status or any(p.captured_amount > 0 for p in cancelled):
+        return OrderStatus.REFUNDED
+    if PaymentStatus.AUTHORIZED in by_status:
+        return OrderStatus.AUTHORIZED
+    if any(p.status_code in ("CA-MER01", "CA-EXP01") for p in cancelled):
+        return OrderStatus.CANCELLED
+    if not payments_of_order:
+        return OrderStatus.AWAITING_PAYMENT
+    latest = payments_of_order[-1]
+    if latest.status in (PaymentStatus.CREATING, PaymentStatus.UNKNOWN):
+        return OrderStatus.AWAITING_PAYMENT
+    if latest.status == PaymentStatus.PENDING:
+        return OrderStatus.AWAITING_AUTHENTICATION
+    return OrderStatus.PAYMENT_FAILED
+
+
+def order_sync_status(*, reference: str) -> Order | None:
+    """Move the order to what its payments say; release stock once if it is cancelled."""
+    with transaction.atomic():
+        order = Order.objects.select_for_update().filter(reference=reference).first()
+        if order is None:
+            return None
+        new = derive_order_status(order_payments(order))
+        if new == order.status:
+            return order
+        logger.info("order %s: %s -> %s", order.reference, order.status, new)
+        order.status = new
+        order.save(update_fields=["status", "updated_at"])
+        if new == OrderStatus.CANCELLED:
+            for item in order.items.select_related("product"):
+                Product.objects.filter(pk=item.product_id).update(
+                    stock=item.product.stock + item.quantity)
+        if new in (OrderStatus.PAID, OrderStatus.AUTHORIZED):
+            transaction.on_commit(lambda: order_send_confirmation(order_id=order.pk))
+    return order
+
+
+def order_send_confirmation(*, order_id: int) -> bool:
+    """Email the order confirmation exactly once (compare-and-set on confirmation_sent_at)."""
+    claimed = Order.objects.filter(pk=order_id, confirmation_sent_at__isnull=True).update(
+        confirmation_sent_at=timezone.now())
+    if not claimed:
+        return False
+    order = Order.objects.get(pk=order_id)
+    with translation.override(order.language):
+        held = order.status == OrderStatus.AUTHORIZED
+        subject = _("Your order %(reference)s") % {"reference": order.reference}
+        body = (_("Hello %(name)s, thank you for your order %(reference)s for $%(total)s MXN.")
+                % {"name": order.first_name, "reference": order.reference, "total": order.total})
+        body += "\n\n" + (_("The amount is held on your card and will be charged when we ship.")
+                          if held else _("Your payment was received."))
+        send_mail(subject, body, None, [order.email])
+    return True
+
+
+# --- Paying ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MethodOption:
+    id: str
+    name: str
+    logo: str
+    minimum: Decimal | None
+    maximum: Decimal | None
+    available: bool
+    reason: str
+
+
+def payment_methods_for(*, total: Decimal) -> list[MethodOption]:
+    """The provider's catalogue (cached) as the payment page shows it for this total."""
+    entries: list[PaymentMethodEntry] | None = cache.get(CATALOGUE_CACHE_KEY)
+    if entries is None:
+        try:
+            entries = get_client().list_payment_methods("MX")
+        except ProviderApiError:
+            logger.warning("payment methods catalogue unavailable", exc_info=True)
+            return []
+        cache.set(CATALOGUE_CACHE_KEY, entries, CATALOGUE_TTL)
+    options = []
+    for entry in entries:
+        bounds = entry.accepted_amount
+        if not entry.is_card:
+            reason = _("Pay in cash at a store: not available for online card checkout.")
+        elif not entry.is_active:
+            reason = _("Not available right now.")
+        elif not entry.accepts(total):
+            reason = _("Accepts amounts from $%(min)s to $%(max)s.") % {
+                "min": bounds[0], "max": bounds[1]} if bounds else ""
+        else:
+            reason = ""
+        options.append(MethodOption(
+            id=entry.id, name=entry.name, logo=entry.logo,
+            minimum=bounds[0] if bounds else None, maximum=bounds[1] if bounds else None,
+            available=not reason, reason=reason,
+        ))
+    return options
+
+
+@dataclass(frozen=True)
+class PaymentOutcome:
+    """What the payment page needs to know after an attempt or a check."""
+
+    result: str  # approved | authorized | pending | rejected | failed | unknown
+    order_status: str
+    message: str
+    payment_id: str = ""
+    three_ds_url: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"result": self.result, "order_status": self.order_status,
+                "message": self.message, "payment_id": self.payment_id,
+                "three_ds_url": self.three_ds_url}
+
+
+def webhook_url() -> str:
+    return f"{settings.SHOP_BASE_URL}/webhooks/payments/{settings.PAYMENTS_WEBHOOK_TOKEN}/"
+
+
+def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
+    order.refresh_from_db()
+    if payment is None:
+        return PaymentOutcome("unknown", order.status, "")
+    messages = {
+        PaymentStatus.APPROVED: _("Payment approved. Thank you!"),
+        PaymentStatus.AUTHORIZED: _("The amount is held on your card; it will be charged when "
+                                    "we ship your order."),
+        PaymentStatus.PENDING: _("Your bank needs to verify this payment."),
+        PaymentStatus.REJECTED: decline_message(payment.status_code),
+        PaymentStatus.CANCELLED: _("The payment was not completed. You can try again."),
+        PaymentStatus.FAILED: _("The payment could not be made. You can try again."),
+        PaymentStatus.UNKNOWN: _("We are confirming your payment with the bank."),
+        PaymentStatus.CREATING: _("We are confirming your payment with the bank."),
+    }
+    result = {PaymentStatus.CREATING: "unknown", PaymentStatus.UNKNOWN: "unknown",
+              PaymentStatus.CANCELLED: "failed", PaymentStatus.REFUNDED: "approved"}.get(
+        payment.status, payment.status)
+    return PaymentOutcome(result, order.status, str(messages.get(payment.status, "")),
+                          payment.provider_id or "", payment.three_ds_url)
+
+
+def order_pay(*, order: Order, card_token: str, attempt_id: str,
+              prevention_data: dict[str, str], return_url: str) -> PaymentOutcome:
+    """Create the payment of one attempt (the same attempt never pays twice)."""
+    if not order.is_payable:
+        raise CheckoutError(_("This order is already paid or closed."))
+    customer = {
+        "first_name": order.first_name, "last_name": order.last_name, "email": order.email,
+        "phone": order.phone,
+        "address": {"street": order.street, "number": order.number, "colony": order.colony,
+                    "city": order.city, "state": order.state, "postal_code": order.postal_code,
+                    "country": order.country},
+    }
+    try:
+        payment = payments.payment_create(
+            external_reference=order.reference,
+            attempt_key=f"{order.reference}-{attempt_id}",
+            amount=order.total,
+            currency=order.currency,
+            description=_("Order %(reference)s at %(shop)s") % {
+                "reference": order.reference, "shop": settings.SHOP_NAME},
+            card_token=card_token,
+            capture_method=settings.PAYMENTS_CAPTURE_METHOD,
+            customer=customer,
+            prevention_data=prevention_data,
+            return_url=return_url,
+            webhook_url=webhook_url(),
+        )
+    except PaymentError as exc:
+        order_sync_status(reference=order.reference)
+        order.refresh_from_db()
+        latest = order_payments(order)[-1:] or [None]
+        result = "unknown" if latest[0] and latest[0].status == PaymentStatus.UNKNOWN else "failed"
+        return PaymentOutcome(result, order.status, exc.message)
+    order_sync_status(reference=order.reference)
+    return outcome_of(order, payment)
+
+
+def order_check_payment(*, order: Order, payment_id: str = "") -> PaymentOutcome:
+    """The latest attempt (or the given one), refreshed from the provider if still pending:
+    a 3-D Secure message from the browser is a hint, the provider's answer is the proof."""
+    attempts = order_payments(order)
+    payment = next((p for p in attempts if payment_id and p.provider_id == payment_id), None)
+    if payment is None and not payment_id:
+        payment = attempts[-1] if attempts else None
+    if payment is not None and payment.status == PaymentStatus.PENDING:
+        try:
+            payment = payments.payment_refresh(payment=payment)
+        except PaymentError as exc:
+            logger.info("refresh of %s failed: %s", payment.pk, exc)
+        order_sync_status(reference=order.reference)
+    return outcome_of(order, payment)

@@ -1,0 +1,138 @@
+// The payment page: the provider's card form (SDK iframe), one attempt per "Pay", and the
+// 3-D Secure modal. The browser only ever sends the shop a card token, never card data.
+(function () {
+  "use strict";
+  var root = document.getElementById("payment");
+  if (!root || !window.CheckoutSDK) return;
+  var cfg = root.dataset;
+  var button = document.getElementById("pay-button");
+  var status = document.getElementById("pay-status");
+  var dialog = document.getElementById("threeds-dialog");
+  var frameBox = document.getElementById("threeds-frame");
+  var sdk = new CheckoutSDK(cfg.publicKey);
+  var card = sdk.element("Card", { theme: cfg.theme, locale: cfg.locale });
+  card.mount("#card-element");
+
+  var busy = false;
+  var attemptId = newAttemptId();
+  var challenge = null; // {paymentId, origin, frame, timer}
+
+  function newAttemptId() {
+    var bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+  }
+
+  function say(text, kind) {
+    status.textContent = text || "";
+    status.className = "pay-status" + (kind ? " " + kind : "");
+  }
+
+  function release() {
+    busy = false;
+    button.disabled = false;
+  }
+
+  function postJSON(url, body) {
+    return fetch(url, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": cfg.csrf },
+      body: JSON.stringify(body),
+    }).then(readJSON);
+  }
+
+  function readJSON(response) {
+    return response.json().catch(function () { return { result: "error", message: cfg.textError }; });
+  }
+
+  function handle(outcome) {
+    if (outcome.redirect) {
+      window.location.assign(outcome.redirect);
+      return;
+    }
+    if (outcome.result === "pending" && outcome.three_ds_url) {
+      openChallenge(outcome.payment_id, outcome.three_ds_url);
+      return;
+    }
+    if (outcome.result === "unknown") {
+      say(outcome.message || cfg.textChecking, "info");
+      setTimeout(function () { check(""); }, 3000);
+      return;
+    }
+    // Declined or refused: show why, and let the shopper try again with a fresh attempt.
+    closeChallenge();
+    say(outcome.message || cfg.textError, "error");
+    attemptId = newAttemptId();
+    release();
+  }
+
+  function check(paymentId) {
+    var url = cfg.statusUrl + (paymentId ? "?payment_id=" + encodeURIComponent(paymentId) : "");
+    return fetch(url, { credentials: "same-origin" }).then(readJSON).then(function (outcome) {
+      if (outcome.result === "pending" && challenge) return; // still with the bank
+      handle(outcome);
+    }, function () { say(cfg.textError, "error"); release(); });
+  }
+
+  function pay() {
+    if (busy) return;
+    busy = true;
+    button.disabled = true;
+    say(cfg.textProcessing, "info");
+    Promise.all([card.cardToken(), sdk.preventionData()]).then(function (answers) {
+      return postJSON(cfg.attemptUrl, {
+        card_token: answers[0].id, attempt_id: attemptId,
+        session_id: answers[1].session_id, user_agent: answers[1].user_agent,
+      }).then(handle);
+    }, function (error) {
+      // CL2200 / CL2290 are shown inside the card form; anything else gets a general message.
+      say(error && (error.code === "CL2200" || error.code === "CL2290") ? "" : cfg.textError, "error");
+      release();
+    }).catch(function () { say(cfg.textError, "error"); release(); });
+  }
+
+  // The 3-D Secure page posts {paymentId} when done. It is a hint, never proof: the shop's
+  // server asks the provider. Accepted only from that page's origin and that iframe's window,
+  // and only for the payment just created.
+  function onMessage(event) {
+    if (!challenge || event.origin !== challenge.origin) return;
+    if (event.source !== challenge.frame.contentWindow) return;
+    if (!event.data || typeof event.data !== "object" || event.data.paymentId !== challenge.paymentId) return;
+    say(cfg.textChecking, "info");
+    check(challenge.paymentId);
+  }
+
+  function openChallenge(paymentId, url) {
+    closeChallenge();
+    var frame = document.createElement("iframe");
+    frame.src = url;
+    frame.title = document.getElementById("threeds-title").textContent;
+    frame.className = "threeds-frame";
+    frameBox.appendChild(frame);
+    challenge = { paymentId: paymentId, origin: new URL(url).origin, frame: frame,
+                  timer: setInterval(function () { check(paymentId); }, 4000) };
+    window.addEventListener("message", onMessage);
+    if (dialog.showModal) dialog.showModal(); else dialog.setAttribute("open", "");
+  }
+
+  function closeChallenge() {
+    if (!challenge) return;
+    clearInterval(challenge.timer);
+    window.removeEventListener("message", onMessage);
+    challenge = null;
+    frameBox.textContent = "";
+    if (dialog.open) dialog.close();
+  }
+
+  document.getElementById("threeds-close").addEventListener("click", function () {
+    closeChallenge();
+    say("", "");
+    attemptId = newAttemptId();
+    release();
+  });
+  dialog.addEventListener("cancel", function (event) {
+    event.preventDefault();
+    document.getElementById("threeds-close").click();
+  });
+  button.addEventListener("click", pay);
+})();
