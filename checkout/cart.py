@@ -8,6 +8,7 @@ from decimal import Decimal
 
 from django.contrib.sessions.backends.base import SessionBase
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from checkout.models import Product
 
@@ -60,9 +61,14 @@ class Cart:
         if quantity > min(product.stock, MAX_PER_LINE):
             if product.stock == 0:
                 raise CartError(_("%(name)s is sold out.") % {"name": product.display_name})
+            limit = min(product.stock, MAX_PER_LINE)
             raise CartError(
-                _("Only %(count)s of %(name)s can be ordered.")
-                % {"count": min(product.stock, MAX_PER_LINE), "name": product.display_name}
+                ngettext(
+                    "Only %(count)s of %(name)s can be ordered.",
+                    "Only %(count)s of %(name)s can be ordered.",
+                    limit,
+                )
+                % {"count": limit, "name": product.display_name}
             )
         self._items[str(product.pk)] = quantity
         self._save()

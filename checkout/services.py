@@ -14,6 +14,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from checkout.cart import Cart
 from checkout.models import Order, OrderItem, OrderStatus, Product
@@ -53,7 +54,11 @@ def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: st
                 problems.append(_("%(name)s is no longer sold.") % {"name": product.display_name})
             elif product.stock < line.quantity:
                 problems.append(
-                    _("Only %(count)s of %(name)s left.")
+                    ngettext(
+                        "Only %(count)s of %(name)s left.",
+                        "Only %(count)s of %(name)s left.",
+                        product.stock,
+                    )
                     % {"count": product.stock, "name": product.display_name}
                 )
         if problems:
@@ -110,7 +115,10 @@ def order_sync_status(*, reference: str) -> Order | None:
         order = Order.objects.select_for_update().filter(reference=reference).first()
         if order is None:
             return None
-        new = derive_order_status(order_payments(order))
+        attempts = order_payments(order)
+        if len(_charges(attempts)) > 1:
+            transaction.on_commit(lambda: order_release_duplicates(reference=reference))
+        new = derive_order_status(attempts)
         if new == order.status:
             return order
         logger.info("order %s: %s -> %s", order.reference, order.status, new)
@@ -123,6 +131,43 @@ def order_sync_status(*, reference: str) -> Order | None:
         if new in (OrderStatus.PAID, OrderStatus.AUTHORIZED):
             transaction.on_commit(lambda: order_send_confirmation(order_id=order.pk))
     return order
+
+
+def _charges(attempts: list[Payment]) -> list[Payment]:
+    """The attempts holding or having taken the shopper's money, the one to keep first."""
+    held = [p for p in attempts if p.status in (PaymentStatus.APPROVED, PaymentStatus.AUTHORIZED)]
+
+    def first_to_pay(payment: Payment) -> tuple[bool, str]:
+        # The provider's approval time (ISO 8601 in UTC sorts as text), else when it was held.
+        when = str((payment.snapshot or {}).get("approved_at") or "")
+        held_since = payment.authorized_at or payment.created_at
+        return payment.status != PaymentStatus.APPROVED, when or held_since.isoformat()
+
+    return sorted(held, key=first_to_pay)
+
+
+def order_release_duplicates(*, reference: str) -> int:
+    """An order is paid once. If two attempts both went through (e.g. a 3-D Secure challenge
+    finished in another tab after a second card paid), the extra ones are given back: refunded
+    in full, or their authorization cancelled. Returns how many were released."""
+    order = Order.objects.filter(reference=reference).first()
+    if order is None:
+        return 0
+    released = 0
+    for extra in _charges(order_payments(order))[1:]:
+        try:
+            if extra.status == PaymentStatus.APPROVED:
+                payments.payment_refund(payment=extra,
+                                        reason=f"duplicate payment of order {reference}")
+            else:
+                payments.payment_cancel(payment=extra)
+        except PaymentError as exc:
+            logger.error("order %s: duplicate payment %s not released: %s", reference,
+                         extra.pk, exc.message)
+            continue
+        logger.warning("order %s: duplicate payment %s released", reference, extra.pk)
+        released += 1
+    return released
 
 
 def order_send_confirmation(*, order_id: int) -> bool:

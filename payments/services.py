@@ -15,6 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from payments.client import get_client, new_idempotency_key
 from payments.errors import (
@@ -279,14 +280,18 @@ def payment_create(
     except OutcomeUnknown as exc:
         _mark(payment, PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN, exc)
         raise PaymentOutcomeUnknown(
-            "We could not confirm your payment with the bank yet. We are checking it; you will "
-            "not be charged twice."
+            _(
+                "We could not confirm your payment with the bank yet. We are checking it; you "
+                "will not be charged twice."
+            )
         ) from exc
     except ProviderUnavailable as exc:
         _mark(payment, PaymentStatus.FAILED, PaymentEventKind.FAILED, exc)
         raise ProviderDown(
-            "The payment service is not reachable right now; nothing was "
-            "charged. Please try again in a moment."
+            _(
+                "The payment service is not reachable right now; nothing was charged. Please "
+                "try again in a moment."
+            )
         ) from exc
     except ProviderApiError as exc:
         _mark(payment, PaymentStatus.FAILED, PaymentEventKind.FAILED, exc)

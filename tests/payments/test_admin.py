@@ -37,6 +37,7 @@ from payments.models import (
     Refund,
     Subscription,
 )
+from payments.messages import REFUSALS
 from payments.services import payment_refund, subscription_sync
 from tests.payments.factories import create_payment
 from tests.support import Api
@@ -758,7 +759,7 @@ def test_a_provider_error_shows_a_message_and_changes_nothing(
     assert hits() == 1
     shown = messages_of(response)
     assert [level for level, _ in shown] == ["error"]
-    assert "The payment provider had a problem" in shown[0][1]
+    assert shown[0][1] == str(REFUSALS["AI1899"])  # in the admin's active language
     assert snapshot(payment) == before
     remote = provider.payment(payment.provider_id)
     assert (remote["status"], remote["version"]) == (

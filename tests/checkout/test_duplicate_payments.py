@@ -1,0 +1,73 @@
+"""An order is paid once: a second charge that slips through is given back automatically."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+import requests
+from django.core import mail
+
+from checkout.models import Order, OrderStatus, Product
+from checkout.services import order_pay, order_payments
+from payments.models import PaymentStatus
+from payments.services import payment_refresh
+from tests.support import THREE_DS, VISA, Api
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _order() -> Order:
+    product = Product.objects.create(slug="taza", name="Taza", price=Decimal("289.00"), stock=5)
+    order = Order.objects.create(
+        first_name="Ana",
+        last_name="Pérez",
+        email="ana@example.com",
+        phone="5512345678",
+        street="Juárez",
+        number="1",
+        colony="Centro",
+        city="Oaxaca",
+        state="Oaxaca",
+        postal_code="68000",
+        total=Decimal("289.00"),
+    )
+    order.items.create(product=product, name="Taza", unit_price=product.price, quantity=1)
+    return order
+
+
+def test_a_challenge_finished_after_another_card_paid_is_refunded(provider: Api) -> None:
+    """Given a 3-D Secure attempt left open and a second card that paid the order, when the
+    first challenge is completed anyway, that second charge is refunded and the order stays
+    paid, with one confirmation email."""
+    order = _order()
+    pending = order_pay(
+        order=order,
+        card_token=provider.card_token(THREE_DS)["id"],
+        attempt_id="a" * 32,
+        prevention_data={},
+        return_url="",
+    )
+    paid = order_pay(
+        order=order,
+        card_token=provider.card_token(VISA)["id"],
+        attempt_id="b" * 32,
+        prevention_data={},
+        return_url="",
+    )
+    assert (pending.result, paid.result) == ("pending", "approved")
+
+    answer = requests.post(
+        pending.three_ds_url, data={"action": "submit", "code": "123456"}, timeout=10
+    )
+    assert answer.status_code == 200
+    first = next(p for p in order_payments(order) if p.provider_id == pending.payment_id)
+    payment_refresh(payment=first)
+
+    first.refresh_from_db()
+    assert first.status == PaymentStatus.CANCELLED  # voided: refunded in full the same day
+    assert first.refunded_amount == Decimal("289.00")
+    assert first.refunds.get().reason == f"duplicate payment of order {order.reference}"
+    order.refresh_from_db()
+    assert order.status == OrderStatus.PAID
+    assert len(mail.outbox) == 1
