@@ -29,6 +29,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape, strip_tags
 
+from payments.messages import REFUSALS
 from payments.models import (
     CaptureMethod,
     Payment,
@@ -37,7 +38,6 @@ from payments.models import (
     Refund,
     Subscription,
 )
-from payments.messages import REFUSALS
 from payments.services import payment_refund, subscription_sync
 from tests.payments.factories import create_payment
 from tests.support import Api
