@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -125,9 +126,10 @@ def order_sync_status(*, reference: str) -> Order | None:
         order.status = new
         order.save(update_fields=["status", "updated_at"])
         if new == OrderStatus.CANCELLED:
-            for item in order.items.select_related("product"):
+            for item in order.items.all():
                 Product.objects.filter(pk=item.product_id).update(
-                    stock=item.product.stock + item.quantity)
+                    stock=F("stock") + item.quantity
+                )
         if new in (OrderStatus.PAID, OrderStatus.AUTHORIZED):
             transaction.on_commit(lambda: order_send_confirmation(order_id=order.pk))
     return order
@@ -276,6 +278,10 @@ def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
 def order_pay(*, order: Order, card_token: str, attempt_id: str,
               prevention_data: dict[str, str], return_url: str) -> PaymentOutcome:
     """Create the payment of one attempt (the same attempt never pays twice)."""
+    attempt_key = f"{order.reference}-{attempt_id}"
+    earlier = Payment.objects.filter(idempotency_key=attempt_key).first()
+    if earlier is not None:  # a retry of this very attempt (e.g. its answer was lost): replay
+        return outcome_of(order, earlier)
     if not order.is_payable:
         raise CheckoutError(_("This order is already paid or closed."))
     customer = {
@@ -288,7 +294,7 @@ def order_pay(*, order: Order, card_token: str, attempt_id: str,
     try:
         payment = payments.payment_create(
             external_reference=order.reference,
-            attempt_key=f"{order.reference}-{attempt_id}",
+            attempt_key=attempt_key,
             amount=order.total,
             currency=order.currency,
             description=_("Order %(reference)s at %(shop)s") % {

@@ -1,0 +1,191 @@
+"""The payment page: the provider's card methods for the order's total, and when it cannot pay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+from django.urls import reverse
+
+from checkout.models import Order, OrderStatus, Product
+from checkout.services import CATALOGUE_CACHE_KEY, payment_methods_for
+from tests.checkout.conftest import Node, html, make_order, own, place_order, shopper
+from tests.support import PUBLIC_KEY, Api, free_port
+
+pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
+
+
+@pytest.fixture
+def browser() -> Client:
+    return shopper()
+
+
+def pay_page(client: Client, order: Order) -> Any:
+    return client.get(reverse("checkout:pay", args=[order.reference]))
+
+
+def methods(page: Node) -> dict[str, Node]:
+    items = page.one("ul", cls="methods").find_all("li", cls="method")
+    return {li.attrs["data-method"]: li for li in items if "data-method" in li.attrs}
+
+
+def available(li: Node) -> bool:
+    return "unavailable" not in li.classes
+
+
+def order_of(client: Client, make_product, price: str, quantity: int = 1) -> Order:
+    product: Product = make_product(price=price, stock=5)
+    return place_order(client, (product, quantity))
+
+
+def test_pay_page_lists_the_card_methods(provider: Api, browser: Client, make_product) -> None:
+    """The page shows the catalogue's cards as available, cash as unavailable, and a pay button."""
+    order = order_of(browser, make_product, "289.00", 2)
+    response = pay_page(browser, order)
+    assert response.status_code == 200
+    page = html(response)
+    found = methods(page)
+    assert set(found) == {"visa", "master", "amex", "cashpay"}
+    for card in ("visa", "master", "amex"):
+        assert available(found[card]), card
+        assert not found[card].find_all("span", cls="reason")
+        assert found[card].one("span", cls="name").text
+    assert not available(found["cashpay"])
+    assert found["cashpay"].one("span", cls="reason").text
+    bounds = found["amex"].one("span", cls="range").text.split()
+    assert (bounds[0], bounds[-1]) == ("$10.00", "$150,000.00")
+    button = page.one("button", id="pay-button")
+    assert "$578.00" in button.text
+    section = page.one("section", id="payment")
+    assert section.attrs["data-public-key"] == PUBLIC_KEY
+    assert section.attrs["data-attempt-url"] == reverse(
+        "checkout:pay_attempt", args=[order.reference]
+    )
+    assert section.attrs["data-status-url"] == reverse(
+        "checkout:payment_status", args=[order.reference]
+    )
+    assert section.attrs["data-csrf"]
+    assert page.find("script", src=f"{provider.base_url}/sdk/v1/checkout.js") is not None
+    page.one("dialog", id="threeds-dialog")
+
+
+def test_amex_unavailable_above_its_maximum(provider: Api, browser: Client, make_product) -> None:
+    """A total above American Express's maximum (150,000.00) marks it unavailable, with a reason."""
+    order = order_of(browser, make_product, "160000.00")
+    page = html(pay_page(browser, order))
+    found = methods(page)
+    assert not available(found["amex"])
+    assert found["amex"].one("span", cls="reason").text
+    assert available(found["visa"])
+    assert available(found["master"])
+    page.one("button", id="pay-button")
+
+
+def test_amex_available_at_exactly_its_maximum(
+    provider: Api, browser: Client, make_product
+) -> None:
+    """The maximum itself is accepted (2 rebozos of 75,000.00 make 150,000.00)."""
+    order = order_of(browser, make_product, "75000.00", 2)
+    assert available(methods(html(pay_page(browser, order)))["amex"])
+
+
+def test_total_above_every_card_has_no_pay_button(
+    provider: Api, browser: Client, make_product
+) -> None:
+    """When no card accepts the total, every method is unavailable and there is no pay button."""
+    order = order_of(browser, make_product, "300000.01")
+    page = html(pay_page(browser, order))
+    assert not any(available(li) for li in methods(page).values())
+    assert page.find("button", id="pay-button") is None
+    assert page.one("section", id="payment").find_all("p", cls="error")
+    assert not page.find_all("script", src=f"{provider.base_url}/sdk/v1/checkout.js")
+
+
+def test_methods_for_total_as_the_service_sees_them(provider: Api) -> None:
+    """payment_methods_for gives each method's bounds and availability for the total."""
+    from decimal import Decimal
+
+    options = {m.id: m for m in payment_methods_for(total=Decimal("160000.00"))}
+    assert options["amex"].maximum == Decimal("150000.00")
+    assert options["amex"].minimum == Decimal("10.00")
+    assert (options["amex"].available, bool(options["amex"].reason)) == (False, True)
+    assert (options["visa"].available, options["visa"].reason) == (True, "")
+    assert options["cashpay"].available is False
+    small = {m.id: m for m in payment_methods_for(total=Decimal("9.99"))}
+    assert not any(m.available for m in small.values())
+
+
+def test_provider_down_still_renders_with_a_notice(
+    provider: Api, browser: Client, make_product, settings: Any
+) -> None:
+    """With the provider unreachable the page renders a notice instead of methods, and no button."""
+    order = order_of(browser, make_product, "289.00")
+    settings.PAYMENTS_API_BASE_URL = f"http://127.0.0.1:{free_port()}"
+    cache.delete(CATALOGUE_CACHE_KEY)
+    response = pay_page(browser, order)
+    assert response.status_code == 200
+    page = html(response)
+    items = page.one("ul", cls="methods").find_all("li")
+    assert len(items) == 1
+    assert "unavailable" in items[0].classes
+    assert "data-method" not in items[0].attrs
+    assert len(items[0].text) > 10
+    assert page.find("button", id="pay-button") is None
+    assert not page.find_all("div", id="card-element")
+    assert not [s for s in page.find_all("script") if "checkout.js" in s.attrs.get("src", "")]
+    assert cache.get(CATALOGUE_CACHE_KEY) is None
+
+
+def test_catalogue_is_cached(provider: Api, browser: Client, make_product, settings: Any) -> None:
+    """Once read, the catalogue comes from the cache: the page works while the provider is away."""
+    order = order_of(browser, make_product, "289.00")
+    pay_page(browser, order)
+    assert cache.get(CATALOGUE_CACHE_KEY) is not None
+    settings.PAYMENTS_API_BASE_URL = f"http://127.0.0.1:{free_port()}"
+    page = html(pay_page(browser, order))
+    assert set(methods(page)) == {"visa", "master", "amex", "cashpay"}
+    page.one("button", id="pay-button")
+
+
+@pytest.mark.parametrize(
+    "closed",
+    [OrderStatus.PAID, OrderStatus.AUTHORIZED, OrderStatus.CANCELLED, OrderStatus.REFUNDED],
+)
+def test_closed_orders_redirect_to_the_order_page(make_product, closed: str) -> None:
+    """The pay page of a paid, held or closed order redirects to the order page."""
+    order = make_order((make_product(stock=5), 1), status=closed)
+    browser = own(shopper(), order)
+    response = pay_page(browser, order)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("checkout:order", args=[order.reference])
+    assert browser.get(response["Location"]).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "payable",
+    [OrderStatus.AWAITING_PAYMENT, OrderStatus.AWAITING_AUTHENTICATION, OrderStatus.PAYMENT_FAILED],
+)
+def test_payable_orders_show_the_pay_page(provider: Api, make_product, payable: str) -> None:
+    """Orders awaiting payment, awaiting the bank or with a failed payment can be paid."""
+    order = make_order((make_product(stock=5), 1), status=payable)
+    browser = own(shopper(), order)
+    response = pay_page(browser, order)
+    assert response.status_code == 200
+    html(response).one("button", id="pay-button")
+
+
+def test_pay_page_in_english(provider: Api, make_product) -> None:
+    """A shopper browsing in English gets the card form in English."""
+    browser = shopper(HTTP_ACCEPT_LANGUAGE="en")
+    order = place_order(browser, (make_product(stock=5), 1))
+    page = html(pay_page(browser, order))
+    assert page.one("section", id="payment").attrs["data-locale"] == "en"
+    assert page.one("html").attrs["lang"] == "en"
+
+
+def test_pay_page_refuses_post(browser: Client, make_product) -> None:
+    """The pay page itself is read-only."""
+    order = place_order(browser, (make_product(stock=5), 1))
+    assert browser.post(reverse("checkout:pay", args=[order.reference])).status_code == 405
