@@ -37,10 +37,27 @@ class OrderAdmin(admin.ModelAdmin):
     list_filter = ["status"]
     search_fields = ["reference", "email", "last_name"]
     inlines = [OrderItemInline]
-    readonly_fields = ["reference", "status", "total", "currency", "payments", "first_name",
-                       "last_name", "email", "phone", "street", "number", "colony", "city",
-                       "state", "postal_code", "country", "language", "confirmation_sent_at",
-                       "created_at"]
+    readonly_fields = [
+        "reference",
+        "status",
+        "total",
+        "currency",
+        "payments",
+        "first_name",
+        "last_name",
+        "email",
+        "phone",
+        "street",
+        "number",
+        "colony",
+        "city",
+        "state",
+        "postal_code",
+        "country",
+        "language",
+        "confirmation_sent_at",
+        "created_at",
+    ]
     exclude = ["updated_at"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -52,5 +69,6 @@ class OrderAdmin(admin.ModelAdmin):
     @admin.display(description="payments")
     def payments(self, obj: Order) -> str:
         url = reverse("admin:payments_payment_changelist")
-        return format_html('<a href="{}?q={}">See the payments of {}</a>', url, obj.reference,
-                           obj.reference)
+        return format_html(
+            '<a href="{}?q={}">See the payments of {}</a>', url, obj.reference, obj.reference
+        )

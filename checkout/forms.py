@@ -8,11 +8,38 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 MEXICAN_STATES = [
-    "Aguascalientes", "Baja California", "Baja California Sur", "Campeche", "Chiapas",
-    "Chihuahua", "Ciudad de México", "Coahuila", "Colima", "Durango", "Estado de México",
-    "Guanajuato", "Guerrero", "Hidalgo", "Jalisco", "Michoacán", "Morelos", "Nayarit",
-    "Nuevo León", "Oaxaca", "Puebla", "Querétaro", "Quintana Roo", "San Luis Potosí", "Sinaloa",
-    "Sonora", "Tabasco", "Tamaulipas", "Tlaxcala", "Veracruz", "Yucatán", "Zacatecas",
+    "Aguascalientes",
+    "Baja California",
+    "Baja California Sur",
+    "Campeche",
+    "Chiapas",
+    "Chihuahua",
+    "Ciudad de México",
+    "Coahuila",
+    "Colima",
+    "Durango",
+    "Estado de México",
+    "Guanajuato",
+    "Guerrero",
+    "Hidalgo",
+    "Jalisco",
+    "Michoacán",
+    "Morelos",
+    "Nayarit",
+    "Nuevo León",
+    "Oaxaca",
+    "Puebla",
+    "Querétaro",
+    "Quintana Roo",
+    "San Luis Potosí",
+    "Sinaloa",
+    "Sonora",
+    "Tabasco",
+    "Tamaulipas",
+    "Tlaxcala",
+    "Veracruz",
+    "Yucatán",
+    "Zacatecas",
 ]
 
 
@@ -21,26 +48,44 @@ class QuantityForm(forms.Form):
 
 
 class CheckoutForm(forms.Form):
-    first_name = forms.CharField(label=_("First name"), max_length=100,
-                                 widget=forms.TextInput(attrs={"autocomplete": "given-name"}))
-    last_name = forms.CharField(label=_("Last name"), max_length=100,
-                                widget=forms.TextInput(attrs={"autocomplete": "family-name"}))
-    email = forms.EmailField(label=_("Email"), max_length=254,
-                             widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    first_name = forms.CharField(
+        label=_("First name"),
+        max_length=100,
+        widget=forms.TextInput(attrs={"autocomplete": "given-name"}),
+    )
+    last_name = forms.CharField(
+        label=_("Last name"),
+        max_length=100,
+        widget=forms.TextInput(attrs={"autocomplete": "family-name"}),
+    )
+    email = forms.EmailField(
+        label=_("Email"), max_length=254, widget=forms.EmailInput(attrs={"autocomplete": "email"})
+    )
     phone = forms.CharField(
-        label=_("Phone"), max_length=20, help_text=_("10 digits, e.g. 55 1234 5678"),
+        label=_("Phone"),
+        max_length=20,
+        help_text=_("10 digits, e.g. 55 1234 5678"),
         widget=forms.TextInput(attrs={"autocomplete": "tel", "inputmode": "tel"}),
     )
-    street = forms.CharField(label=_("Street"), max_length=200,
-                             widget=forms.TextInput(attrs={"autocomplete": "address-line1"}))
+    street = forms.CharField(
+        label=_("Street"),
+        max_length=200,
+        widget=forms.TextInput(attrs={"autocomplete": "address-line1"}),
+    )
     number = forms.CharField(label=_("Number"), max_length=20)
     colony = forms.CharField(label=_("Colony"), max_length=120)
-    city = forms.CharField(label=_("City"), max_length=120,
-                           widget=forms.TextInput(attrs={"autocomplete": "address-level2"}))
-    state = forms.ChoiceField(label=_("State"),
-                              choices=[("", "—")] + [(s, s) for s in MEXICAN_STATES])
+    city = forms.CharField(
+        label=_("City"),
+        max_length=120,
+        widget=forms.TextInput(attrs={"autocomplete": "address-level2"}),
+    )
+    state = forms.ChoiceField(
+        label=_("State"), choices=[("", "—")] + [(s, s) for s in MEXICAN_STATES]
+    )
     postal_code = forms.CharField(
-        label=_("Postal code"), max_length=5, min_length=5,
+        label=_("Postal code"),
+        max_length=5,
+        min_length=5,
         widget=forms.TextInput(attrs={"autocomplete": "postal-code", "inputmode": "numeric"}),
     )
     country = forms.ChoiceField(label=_("Country"), choices=[("MX", "México")], initial="MX")

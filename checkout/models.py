@@ -26,8 +26,12 @@ class Product(models.Model):
     name_en = models.CharField(_("name (English)"), max_length=120, blank=True)
     description = models.TextField(_("description"), blank=True)
     description_en = models.TextField(_("description (English)"), blank=True)
-    price = models.DecimalField(_("price (MXN)"), max_digits=10, decimal_places=2,
-                                validators=[MinValueValidator(Decimal("0.01"))])
+    price = models.DecimalField(
+        _("price (MXN)"),
+        max_digits=10,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal("0.01"))],
+    )
     image = models.CharField(_("image (static path)"), max_length=200, blank=True)
     stock = models.PositiveIntegerField(_("stock"), default=0)
     active = models.BooleanField(_("active"), default=True)
@@ -66,15 +70,23 @@ class OrderStatus(models.TextChoices):
     PARTIALLY_REFUNDED = "partially_refunded", _("Partially refunded")
 
 
-PAYABLE_STATUSES = frozenset({
-    OrderStatus.AWAITING_PAYMENT, OrderStatus.AWAITING_AUTHENTICATION, OrderStatus.PAYMENT_FAILED,
-})
+PAYABLE_STATUSES = frozenset(
+    {
+        OrderStatus.AWAITING_PAYMENT,
+        OrderStatus.AWAITING_AUTHENTICATION,
+        OrderStatus.PAYMENT_FAILED,
+    }
+)
 
 
 class Order(models.Model):
     reference = models.CharField(max_length=16, unique=True, default=new_reference)
-    status = models.CharField(max_length=32, choices=OrderStatus.choices,
-                              default=OrderStatus.AWAITING_PAYMENT, db_index=True)
+    status = models.CharField(
+        max_length=32,
+        choices=OrderStatus.choices,
+        default=OrderStatus.AWAITING_PAYMENT,
+        db_index=True,
+    )
     first_name = models.CharField(_("first name"), max_length=100)
     last_name = models.CharField(_("last name"), max_length=100)
     email = models.EmailField(_("email"))

@@ -41,6 +41,7 @@ class CheckoutError(Exception):
 
 # --- Orders ---------------------------------------------------------------------------------
 
+
 def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: str) -> Order:
     """Freeze the cart into an order: prices at order time, stock reserved, in one transaction."""
     lines = cart.lines()
@@ -65,15 +66,21 @@ def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: st
         if problems:
             raise CheckoutError(" ".join(problems))
         order = Order.objects.create(
-            total=sum((products[line.product.pk].price * line.quantity for line in lines),
-                      Decimal("0.00")),
+            total=sum(
+                (products[line.product.pk].price * line.quantity for line in lines), Decimal("0.00")
+            ),
             language=language,
             **customer,
         )
         for line in lines:
             product = products[line.product.pk]
-            OrderItem.objects.create(order=order, product=product, name=product.name,
-                                     unit_price=product.price, quantity=line.quantity)
+            OrderItem.objects.create(
+                order=order,
+                product=product,
+                name=product.name,
+                unit_price=product.price,
+                quantity=line.quantity,
+            )
             product.stock -= line.quantity
             product.save(update_fields=["stock"])
     return order
@@ -127,9 +134,7 @@ def order_sync_status(*, reference: str) -> Order | None:
         order.save(update_fields=["status", "updated_at"])
         if new == OrderStatus.CANCELLED:
             for item in order.items.all():
-                Product.objects.filter(pk=item.product_id).update(
-                    stock=F("stock") + item.quantity
-                )
+                Product.objects.filter(pk=item.product_id).update(stock=F("stock") + item.quantity)
         if new in (OrderStatus.PAID, OrderStatus.AUTHORIZED):
             transaction.on_commit(lambda: order_send_confirmation(order_id=order.pk))
     return order
@@ -159,13 +164,15 @@ def order_release_duplicates(*, reference: str) -> int:
     for extra in _charges(order_payments(order))[1:]:
         try:
             if extra.status == PaymentStatus.APPROVED:
-                payments.payment_refund(payment=extra,
-                                        reason=f"duplicate payment of order {reference}")
+                payments.payment_refund(
+                    payment=extra, reason=f"duplicate payment of order {reference}"
+                )
             else:
                 payments.payment_cancel(payment=extra)
         except PaymentError as exc:
-            logger.error("order %s: duplicate payment %s not released: %s", reference,
-                         extra.pk, exc.message)
+            logger.error(
+                "order %s: duplicate payment %s not released: %s", reference, extra.pk, exc.message
+            )
             continue
         logger.warning("order %s: duplicate payment %s released", reference, extra.pk)
         released += 1
@@ -175,22 +182,30 @@ def order_release_duplicates(*, reference: str) -> int:
 def order_send_confirmation(*, order_id: int) -> bool:
     """Email the order confirmation exactly once (compare-and-set on confirmation_sent_at)."""
     claimed = Order.objects.filter(pk=order_id, confirmation_sent_at__isnull=True).update(
-        confirmation_sent_at=timezone.now())
+        confirmation_sent_at=timezone.now()
+    )
     if not claimed:
         return False
     order = Order.objects.get(pk=order_id)
     with translation.override(order.language):
         held = order.status == OrderStatus.AUTHORIZED
         subject = _("Your order %(reference)s") % {"reference": order.reference}
-        body = (_("Hello %(name)s, thank you for your order %(reference)s for $%(total)s MXN.")
-                % {"name": order.first_name, "reference": order.reference, "total": order.total})
-        body += "\n\n" + (_("The amount is held on your card and will be charged when we ship.")
-                          if held else _("Your payment was received."))
+        body = _("Hello %(name)s, thank you for your order %(reference)s for $%(total)s MXN.") % {
+            "name": order.first_name,
+            "reference": order.reference,
+            "total": order.total,
+        }
+        body += "\n\n" + (
+            _("The amount is held on your card and will be charged when we ship.")
+            if held
+            else _("Your payment was received.")
+        )
         send_mail(subject, body, None, [order.email])
     return True
 
 
 # --- Paying ---------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class MethodOption:
@@ -221,15 +236,25 @@ def payment_methods_for(*, total: Decimal) -> list[MethodOption]:
         elif not entry.is_active:
             reason = _("Not available right now.")
         elif not entry.accepts(total):
-            reason = _("Accepts amounts from $%(min)s to $%(max)s.") % {
-                "min": bounds[0], "max": bounds[1]} if bounds else ""
+            reason = (
+                _("Accepts amounts from $%(min)s to $%(max)s.")
+                % {"min": bounds[0], "max": bounds[1]}
+                if bounds
+                else ""
+            )
         else:
             reason = ""
-        options.append(MethodOption(
-            id=entry.id, name=entry.name, logo=entry.logo,
-            minimum=bounds[0] if bounds else None, maximum=bounds[1] if bounds else None,
-            available=not reason, reason=reason,
-        ))
+        options.append(
+            MethodOption(
+                id=entry.id,
+                name=entry.name,
+                logo=entry.logo,
+                minimum=bounds[0] if bounds else None,
+                maximum=bounds[1] if bounds else None,
+                available=not reason,
+                reason=reason,
+            )
+        )
     return options
 
 
@@ -244,9 +269,13 @@ class PaymentOutcome:
     three_ds_url: str = ""
 
     def as_json(self) -> dict[str, Any]:
-        return {"result": self.result, "order_status": self.order_status,
-                "message": self.message, "payment_id": self.payment_id,
-                "three_ds_url": self.three_ds_url}
+        return {
+            "result": self.result,
+            "order_status": self.order_status,
+            "message": self.message,
+            "payment_id": self.payment_id,
+            "three_ds_url": self.three_ds_url,
+        }
 
 
 def webhook_url() -> str:
@@ -259,8 +288,9 @@ def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
         return PaymentOutcome("unknown", order.status, "")
     messages = {
         PaymentStatus.APPROVED: _("Payment approved. Thank you!"),
-        PaymentStatus.AUTHORIZED: _("The amount is held on your card; it will be charged when "
-                                    "we ship your order."),
+        PaymentStatus.AUTHORIZED: _(
+            "The amount is held on your card; it will be charged when we ship your order."
+        ),
         PaymentStatus.PENDING: _("Your bank needs to verify this payment."),
         PaymentStatus.REJECTED: decline_message(payment.status_code),
         PaymentStatus.CANCELLED: _("The payment was not completed. You can try again."),
@@ -268,15 +298,29 @@ def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
         PaymentStatus.UNKNOWN: _("We are confirming your payment with the bank."),
         PaymentStatus.CREATING: _("We are confirming your payment with the bank."),
     }
-    result = {PaymentStatus.CREATING: "unknown", PaymentStatus.UNKNOWN: "unknown",
-              PaymentStatus.CANCELLED: "failed", PaymentStatus.REFUNDED: "approved"}.get(
-        payment.status, payment.status)
-    return PaymentOutcome(result, order.status, str(messages.get(payment.status, "")),
-                          payment.provider_id or "", payment.three_ds_url)
+    result = {
+        PaymentStatus.CREATING: "unknown",
+        PaymentStatus.UNKNOWN: "unknown",
+        PaymentStatus.CANCELLED: "failed",
+        PaymentStatus.REFUNDED: "approved",
+    }.get(payment.status, payment.status)
+    return PaymentOutcome(
+        result,
+        order.status,
+        str(messages.get(payment.status, "")),
+        payment.provider_id or "",
+        payment.three_ds_url,
+    )
 
 
-def order_pay(*, order: Order, card_token: str, attempt_id: str,
-              prevention_data: dict[str, str], return_url: str) -> PaymentOutcome:
+def order_pay(
+    *,
+    order: Order,
+    card_token: str,
+    attempt_id: str,
+    prevention_data: dict[str, str],
+    return_url: str,
+) -> PaymentOutcome:
     """Create the payment of one attempt (the same attempt never pays twice)."""
     attempt_key = f"{order.reference}-{attempt_id}"
     earlier = Payment.objects.filter(idempotency_key=attempt_key).first()
@@ -285,11 +329,19 @@ def order_pay(*, order: Order, card_token: str, attempt_id: str,
     if not order.is_payable:
         raise CheckoutError(_("This order is already paid or closed."))
     customer = {
-        "first_name": order.first_name, "last_name": order.last_name, "email": order.email,
+        "first_name": order.first_name,
+        "last_name": order.last_name,
+        "email": order.email,
         "phone": order.phone,
-        "address": {"street": order.street, "number": order.number, "colony": order.colony,
-                    "city": order.city, "state": order.state, "postal_code": order.postal_code,
-                    "country": order.country},
+        "address": {
+            "street": order.street,
+            "number": order.number,
+            "colony": order.colony,
+            "city": order.city,
+            "state": order.state,
+            "postal_code": order.postal_code,
+            "country": order.country,
+        },
     }
     try:
         payment = payments.payment_create(
@@ -297,8 +349,8 @@ def order_pay(*, order: Order, card_token: str, attempt_id: str,
             attempt_key=attempt_key,
             amount=order.total,
             currency=order.currency,
-            description=_("Order %(reference)s at %(shop)s") % {
-                "reference": order.reference, "shop": settings.SHOP_NAME},
+            description=_("Order %(reference)s at %(shop)s")
+            % {"reference": order.reference, "shop": settings.SHOP_NAME},
             card_token=card_token,
             capture_method=settings.PAYMENTS_CAPTURE_METHOD,
             customer=customer,

@@ -65,8 +65,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @require_GET
 def cart_view(request: HttpRequest) -> HttpResponse:
     cart = Cart(request.session)
-    return render(request, "checkout/cart.html",
-                  _context(request, lines=cart.lines(), total=cart.total()))
+    return render(
+        request, "checkout/cart.html", _context(request, lines=cart.lines(), total=cart.total())
+    )
 
 
 @require_POST
@@ -115,16 +116,20 @@ def checkout(request: HttpRequest) -> HttpResponse:
     form = CheckoutForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            order = order_create_from_cart(cart=cart, customer=form.cleaned_data,
-                                           language=get_language() or "es")
+            order = order_create_from_cart(
+                cart=cart, customer=form.cleaned_data, language=get_language() or "es"
+            )
         except CheckoutError as exc:
             messages.error(request, exc.message)
             return redirect("checkout:cart")
         cart.clear()
         _remember_order(request, order)
         return redirect("checkout:pay", reference=order.reference)
-    return render(request, "checkout/checkout.html",
-                  _context(request, form=form, lines=cart.lines(), total=cart.total()))
+    return render(
+        request,
+        "checkout/checkout.html",
+        _context(request, form=form, lines=cart.lines(), total=cart.total()),
+    )
 
 
 @require_GET
@@ -133,14 +138,20 @@ def pay(request: HttpRequest, reference: str) -> HttpResponse:
     if not order.is_payable:
         return redirect("checkout:order", reference=reference)
     methods = payment_methods_for(total=order.total)
-    return render(request, "checkout/pay.html", _context(
-        request, order=order, methods=methods,
-        card_payable=any(m.available for m in methods),
-        sdk_url=f"{settings.PAYMENTS_API_BASE_URL}/sdk/v1/checkout.js",
-        public_key=settings.PAYMENTS_PUBLIC_KEY,
-        theme=settings.PAYMENTS_SDK_THEME,
-        locale="en" if get_language() == "en" else "es",
-    ))
+    return render(
+        request,
+        "checkout/pay.html",
+        _context(
+            request,
+            order=order,
+            methods=methods,
+            card_payable=any(m.available for m in methods),
+            sdk_url=f"{settings.PAYMENTS_API_BASE_URL}/sdk/v1/checkout.js",
+            public_key=settings.PAYMENTS_PUBLIC_KEY,
+            theme=settings.PAYMENTS_SDK_THEME,
+            locale="en" if get_language() == "en" else "es",
+        ),
+    )
 
 
 def _json_body(request: HttpRequest) -> dict[str, object] | None:
@@ -166,8 +177,9 @@ def pay_attempt(request: HttpRequest, reference: str) -> JsonResponse:
         return _error(_("The request is not valid JSON."))
     form = PaymentAttemptForm(data)
     if not form.is_valid():
-        return _error(_("The payment request is incomplete: %(fields)s.")
-                      % {"fields": ", ".join(form.errors)})
+        return _error(
+            _("The payment request is incomplete: %(fields)s.") % {"fields": ", ".join(form.errors)}
+        )
     try:
         outcome = order_pay(
             order=order,
@@ -180,7 +192,8 @@ def pay_attempt(request: HttpRequest, reference: str) -> JsonResponse:
                 "website": settings.SHOP_BASE_URL,
             },
             return_url=request.build_absolute_uri(
-                reverse("checkout:order", kwargs={"reference": order.reference})),
+                reverse("checkout:order", kwargs={"reference": order.reference})
+            ),
         )
     except CheckoutError as exc:
         return _error(exc.message, status=409)
@@ -205,7 +218,13 @@ def payment_status(request: HttpRequest, reference: str) -> JsonResponse:
 @require_GET
 def order_detail(request: HttpRequest, reference: str) -> HttpResponse:
     order = _own_order(request, reference)
-    return render(request, "checkout/order.html", _context(
-        request, order=order, items=order.items.all(),
-        held=order.status == OrderStatus.AUTHORIZED,
-    ))
+    return render(
+        request,
+        "checkout/order.html",
+        _context(
+            request,
+            order=order,
+            items=order.items.all(),
+            held=order.status == OrderStatus.AUTHORIZED,
+        ),
+    )

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from tests.support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
     PUBLIC_KEY,
     SECRET_KEY,
     Api,
@@ -56,3 +59,18 @@ def provider(api: Api, settings: pytest.FixtureRequest) -> Api:
     settings.PAYMENTS_AUTH_SCHEME = "Basic"
     settings.PAYMENTS_READ_TIMEOUT = 5
     return api
+
+
+@pytest.fixture(scope="session")
+def playwright_browser() -> Iterator[Any]:
+    """One Chromium for the whole session (two sync Playwrights cannot share a thread)."""
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail("Debian's chromium is not installed (apt-get install chromium)")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -21,6 +21,9 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
+# Debian's Chromium, driven by Playwright (no browser is ever downloaded).
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 PUBLIC_KEY = "pk_test_suite_public"
 SECRET_KEY = "sk_test_suite_secret"
 

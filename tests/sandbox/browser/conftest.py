@@ -3,7 +3,6 @@ pages served on other origins than the sandbox's."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,10 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import PUBLIC_KEY, SandboxProcess, free_port
+from tests.support import CHROMIUM, CHROMIUM_ARGS, PUBLIC_KEY, SandboxProcess, free_port
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 PAGES = Path(__file__).resolve().parent / "pages"
 
 
@@ -56,20 +53,6 @@ class StaticSite:
         self.server.server_close()
 
 
-@pytest.fixture(scope="session")
-def playwright_browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail("Debian's chromium is not installed (apt-get install chromium)")
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture
 def browser_page(playwright_browser: Any) -> Iterator[Any]:
     context = playwright_browser.new_context(locale="en-US")
@@ -100,3 +83,6 @@ def foreign_site() -> Iterator[StaticSite]:
 @pytest.fixture(autouse=True)
 def _fresh_sandbox(api: Any) -> None:
     """Every browser test starts from a reset sandbox (the `api` fixture resets it)."""
+
+
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "StaticSite"]

@@ -1,0 +1,81 @@
+"""End-to-end tests of the shopper checkout: Playwright driving Debian's Chromium against the
+shop on pytest-django's live server, which talks to a live provider sandbox."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.core.management import call_command
+
+from tests.sandbox.browser.conftest import StaticSite
+from tests.support import Api
+
+# Playwright's sync API keeps an asyncio event loop in this thread; Django would otherwise
+# refuse database access from the test's own (synchronous) code.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+DESKTOP = {"width": 1280, "height": 900}
+MOBILE = {"width": 390, "height": 844}
+
+
+@dataclass
+class Shop:
+    """The live shop (`url`, no trailing slash) and the sandbox it pays through (`api`)."""
+
+    url: str
+    api: Api
+
+
+@pytest.fixture(scope="package")
+def e2e_browser(playwright_browser: Any) -> Any:
+    """The session's Chromium, with Playwright's expectations given this folder's timeout."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=15_000)
+    return playwright_browser
+
+
+@pytest.fixture
+def shop(live_server: Any, provider: Api, settings: Any) -> Shop:
+    """The shop on the live server, paying through a freshly reset sandbox, with the demo
+    catalogue and an empty cache (the payment methods catalogue is cached)."""
+    settings.SHOP_BASE_URL = live_server.url
+    cache.clear()
+    call_command("seed_demo", verbosity=0)
+    return Shop(url=live_server.url, api=provider)
+
+
+def open_page(browser: Any, viewport: dict[str, int] | None = None, **options: Any) -> Any:
+    """A page in a fresh context (no cookies), in Spanish like the shop's shoppers."""
+    context = browser.new_context(locale="es-MX", viewport=viewport or DESKTOP, **options)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    return page
+
+
+@pytest.fixture
+def page(e2e_browser: Any) -> Iterator[Any]:
+    """A desktop page of its own browser context."""
+    page = open_page(e2e_browser)
+    yield page
+    page.context.close()
+
+
+@pytest.fixture(scope="package")
+def foreign_site() -> Iterator[StaticSite]:
+    """A third origin whose page, framed into the shop's, posts a forged 3-D Secure message
+    (`?id=` names the payment) to the top window with target "*"."""
+    forge = (
+        "<!doctype html><title>forged</title><p>forged</p><script>"
+        "var id = new URLSearchParams(location.search).get('id');"
+        "window.top.postMessage({paymentId: id}, '*');"
+        "</script>"
+    )
+    site = StaticSite({"/forge": forge})
+    yield site
+    site.stop()

@@ -1,0 +1,373 @@
+"""The shopper's checkout end to end: Chromium on the live shop, paying through a live
+provider sandbox (its card form and 3-D Secure page on the sandbox's own origin)."""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote_plus
+
+import pytest
+from playwright.sync_api import expect
+
+from checkout.models import OrderStatus
+from payments.models import PaymentStatus
+from tests.e2e.conftest import DESKTOP, MOBILE, Shop, open_page
+from tests.e2e.shopper import Shopper, spaced
+from tests.sandbox.browser.conftest import StaticSite
+from tests.support import DECLINED, ROOT, THREE_DS, VISA
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PAY_PAGE = re.compile(r"/pagar/$")
+
+
+def expect_paid_order_page(shopper: Shopper) -> None:
+    shopper.wait_for_order_page()
+    expect(shopper.page.locator("#order-status")).to_have_class(re.compile(r"\bstatus-paid\b"))
+    assert shopper.order().status == OrderStatus.PAID
+
+
+def expect_refused(shopper: Shopper) -> None:
+    """The payment page says why (an error in #pay-status) and lets the shopper try again."""
+    page = shopper.page
+    status = page.locator("#pay-status")
+    expect(status).to_have_class(re.compile(r"\berror\b"))
+    expect(status).not_to_have_text(re.compile(r"^\s*$"))
+    expect(page.locator("#pay-button")).to_be_enabled()
+    assert PAY_PAGE.search(page.url), page.url
+
+
+def test_an_approved_card_pays_the_order(page: Any, shop: Shop) -> None:
+    """Given a cart, when the shopper pays with 4242 4242 4242 4242, the order is paid."""
+    shopper = Shopper(page, shop)
+    shopper.reach_payment_page()
+
+    shopper.type_card(VISA)
+    shopper.pay()
+
+    expect_paid_order_page(shopper)
+    [payment] = shopper.payments()
+    assert payment.status == PaymentStatus.APPROVED
+    assert payment.card_last_digits == "4242"
+
+
+def test_manual_capture_holds_the_amount(page: Any, shop: Shop, settings: Any) -> None:
+    """Given manual capture, when the shopper pays, the order page shows the amount held."""
+    settings.PAYMENTS_CAPTURE_METHOD = "manual"
+    shopper = Shopper(page, shop)
+    shopper.reach_payment_page()
+
+    shopper.type_card(VISA)
+    shopper.pay()
+
+    shopper.wait_for_order_page()
+    expect(page.locator("#order-status")).to_have_class(re.compile(r"\bstatus-authorized\b"))
+    assert shopper.order().status == OrderStatus.AUTHORIZED
+    assert [p.status for p in shopper.payments()] == [PaymentStatus.AUTHORIZED]
+
+
+def test_three_d_secure_passed_in_the_modal_pays_the_order(page: Any, shop: Shop) -> None:
+    """Given a 3-D Secure card, when the shopper types 123456 in the bank's modal, it is paid."""
+    shopper = Shopper(page, shop)
+    shopper.reach_payment_page()
+    shopper.type_card(THREE_DS)
+    shopper.pay()
+
+    shopper.wait_for_challenge()
+    assert page.locator("#threeds-dialog").evaluate("d => d.open && d.matches(':modal')")
+    shopper.answer_challenge("123456")
+
+    expect_paid_order_page(shopper)
+
+
+def test_a_failed_challenge_lets_the_shopper_pay_with_another_card(page: Any, shop: Shop) -> None:
+    """Given a failed 3-D Secure code, when the shopper pays with another card, it is paid."""
+    shopper = Shopper(page, shop)
+    shopper.reach_payment_page()
+    shopper.type_card(THREE_DS)
+    shopper.pay()
+    shopper.wait_for_challenge()
+
+    shopper.answer_challenge("000000")
+
+    expect_refused(shopper)
+    expect(page.locator("#threeds-dialog")).to_be_hidden()
+    assert shopper.order().status == OrderStatus.PAYMENT_FAILED
+
+    shopper.type_card(VISA)
+    shopper.pay()
+
+    expect_paid_order_page(shopper)
+    assert [p.status for p in shopper.payments()] == [
+        PaymentStatus.REJECTED,
+        PaymentStatus.APPROVED,
+    ]
+    assert len(shopper.provider_payments()) == 2
+
+
+def test_a_declined_card_says_why_and_allows_another_try(page: Any, shop: Shop) -> None:
+    """Given a declined card, when the shopper pays, the page explains and the order failed."""
+    shopper = Shopper(page, shop)
+    shopper.reach_payment_page()
+
+    shopper.type_card(DECLINED)
+    shopper.pay()
+
+    expect_refused(shopper)
+    assert shopper.order().status == OrderStatus.PAYMENT_FAILED
+    assert [p.status for p in shopper.payments()] == [PaymentStatus.REJECTED]
+
+
+def test_a_double_click_on_pay_charges_once(page: Any, shop: Shop) -> None:
+    """Given a filled card form, when Pay fires twice at once, the provider has one payment."""
+    shopper = Shopper(page, shop)
+    shopper.reach_payment_page()
+    shopper.type_card(VISA)
+
+    # The second click is dispatched right after the first, with the button re-enabled as if
+    # it arrived before the page disabled it: only the page's own guard and the server's
+    # per-attempt idempotency stand between it and a second charge.
+    clicks = page.evaluate(
+        """() => {
+          const button = document.getElementById("pay-button");
+          let clicks = 0;
+          button.addEventListener("click", () => { clicks += 1; });
+          button.click();
+          button.disabled = false;
+          button.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true}));
+          return clicks;
+        }"""
+    )
+    assert clicks == 2
+
+    expect_paid_order_page(shopper)
+    page.wait_for_timeout(500)  # a second attempt, if any, would have reached the provider
+    assert len(shopper.provider_payments()) == 1
+    assert [p.status for p in shopper.payments()] == [PaymentStatus.APPROVED]
+
+
+def test_a_forged_challenge_message_moves_nothing(
+    page: Any, shop: Shop, foreign_site: StaticSite
+) -> None:
+    """Given an open challenge, when other origins post its payment id, nothing moves."""
+    shopper = Shopper(page, shop)
+    shopper.reach_payment_page()
+    shopper.type_card(THREE_DS)
+    shopper.pay()
+    shopper.wait_for_challenge()
+    payment_id = shopper.pending_payment_id()
+    page.evaluate(
+        """() => {
+          window.__forged = [];
+          window.addEventListener("message", (event) => {
+            if (event.data && event.data.paymentId) window.__forged.push(event.origin);
+          });
+        }"""
+    )
+
+    # A third origin framed into the shop's page (it has no CSP) posts to the top window...
+    page.evaluate(
+        """(url) => {
+          const frame = document.createElement("iframe");
+          frame.src = url;
+          document.body.appendChild(frame);
+        }""",
+        foreign_site.url(f"/forge?id={payment_id}"),
+    )
+    # ...and the shop's page posts to itself.
+    page.evaluate("(id) => window.postMessage({paymentId: id}, '*')", payment_id)
+    page.wait_for_function("window.__forged.length >= 2")
+    assert sorted(page.evaluate("window.__forged")) == sorted([foreign_site.origin, shop.url])
+    page.wait_for_timeout(1000)
+
+    assert shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION
+    expect(page.locator("#threeds-dialog[open]")).to_be_visible()
+    expect(shopper.challenge_frame.locator("#code")).to_be_visible()
+    checking = page.locator("#payment").get_attribute("data-text-checking")
+    expect(page.locator("#pay-status")).not_to_have_text(checking or "")
+    expect(page.locator("#pay-button")).to_be_disabled()
+
+    shopper.answer_challenge("123456")
+
+    expect_paid_order_page(shopper)
+
+
+def luhn_valid(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char) * (2 if index % 2 else 1)
+        total += value - 9 if value > 9 else value
+    return total % 10 == 0
+
+
+# Runs of 13-19 digits, optionally grouped by single spaces or dashes, not inside a longer
+# word (so hex ids and CSRF tokens do not count).
+CARD_LIKE = re.compile(r"(?<![0-9A-Za-z])\d(?:[ -]?\d){12,18}(?![0-9A-Za-z])")
+
+
+def card_numbers_in(text: str) -> list[str]:
+    found = []
+    for match in CARD_LIKE.finditer(text):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and luhn_valid(digits):
+            found.append(digits)
+    return found
+
+
+def test_the_card_number_never_reaches_the_shop(page: Any, shop: Shop) -> None:
+    """Given a full purchase, no request the browser sends to the shop carries a card number."""
+    sent: list[dict[str, str]] = []
+
+    def record(request: Any) -> None:
+        body = request.post_data_buffer
+        sent.append(
+            {
+                "url": request.url,
+                "method": request.method,
+                "body": body.decode("utf-8", "replace") if body else "",
+                "headers": repr(request.headers),
+            }
+        )
+
+    page.context.on("request", record)
+    shopper = Shopper(page, shop)
+    shopper.reach_payment_page()
+    shopper.type_card(VISA)
+    shopper.pay()
+    expect_paid_order_page(shopper)
+
+    to_shop = [r for r in sent if r["url"].startswith(f"{shop.url}/")]
+    to_provider = [r for r in sent if r["url"].startswith(f"{shop.api.base_url}/")]
+    # The recording sees request bodies, the iframe's included: the number went to the provider.
+    assert any(VISA in r["body"] for r in to_provider)
+    assert any(r["method"] == "POST" and "/pagos/" in r["url"] for r in to_shop)
+    for request in to_shop:
+        everything = " ".join(request.values())
+        for text in (everything, unquote_plus(everything)):
+            assert VISA not in text, request
+            assert spaced(VISA) not in text, request
+            assert card_numbers_in(text) == [], request
+
+
+SCREENSHOT_PAGES = ["home", "product", "cart", "checkout", "payment", "order"]
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", header[16:24])
+
+
+def settle(page: Any) -> None:
+    """Every image loaded (even lazy ones below the fold), fonts ready and no focus ring."""
+    page.evaluate(
+        """async () => {
+          const images = Array.from(document.images);
+          images.forEach((img) => { img.loading = "eager"; });
+          await Promise.all(images.map((img) => img.complete ? null :
+            new Promise((done) => { img.onload = img.onerror = done; })));
+          await document.fonts.ready;
+          if (document.activeElement) document.activeElement.blur();
+        }"""
+    )
+
+
+TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+def full_page_screenshot(page: Any, path: Path) -> None:
+    """The whole page in one shot. Rather than Playwright's full_page (which resizes and
+    captures at once, sometimes before the provider's out-of-process iframes repaint), the
+    viewport is made as tall as the page, every frame paints twice, then it is captured."""
+    viewport = page.viewport_size
+    height = page.evaluate("document.documentElement.scrollHeight")
+    page.set_viewport_size({"width": viewport["width"], "height": max(height, viewport["height"])})
+    try:
+        for frame in page.frames:
+            frame.evaluate(TWO_FRAMES)
+        page.wait_for_timeout(200)
+        page.screenshot(path=str(path))
+    finally:
+        page.set_viewport_size(viewport)
+
+
+def layout_problems(page: Any, name: str) -> list[str]:
+    """What a shopper at this width would miss: a page wider than the screen, or a hidden
+    total under a table of lines (cart, order)."""
+    problems = []
+    width = page.evaluate("document.documentElement.scrollWidth")
+    if width > page.viewport_size["width"]:
+        problems.append(f"{name}: {width}px wide in a {page.viewport_size['width']}px screen")
+    total = page.locator("table.lines tfoot th:nth-of-type(2)")
+    if total.count() and not total.is_visible():
+        problems.append(f"{name}: the total of the table of lines is hidden")
+    return problems
+
+
+def wait_for_card_form_to_settle(page: Any) -> None:
+    """The card iframe resizes itself once rendered: wait until its box stops moving."""
+    frame = page.locator("#card-element iframe")
+    previous = None
+    for _ in range(20):
+        box = frame.bounding_box()
+        if box == previous:
+            break
+        previous = box
+        page.wait_for_timeout(150)
+
+
+@pytest.mark.parametrize(
+    ("width_name", "viewport"),
+    [("desktop", DESKTOP), ("mobile", MOBILE)],
+    ids=["desktop", "mobile"],
+)
+def test_screenshots_of_the_main_pages(
+    e2e_browser: Any, shop: Shop, tmp_path: Path, width_name: str, viewport: dict[str, int]
+) -> None:
+    """Given a purchase, when each main page is shown, its full-page screenshot is written."""
+    update = os.environ.get("UPDATE_SCREENSHOTS") == "1"
+    folder = ROOT / "docs" / "screenshots" if update else tmp_path
+    mobile = width_name == "mobile"
+    page = open_page(e2e_browser, viewport, is_mobile=mobile, has_touch=mobile)
+    shots: dict[str, Path] = {}
+    problems: list[str] = []
+
+    def shoot(name: str) -> None:
+        settle(page)
+        shots[name] = folder / f"shop-{name}-{width_name}.png"
+        full_page_screenshot(page, shots[name])
+        problems.extend(layout_problems(page, name))
+
+    try:
+        shopper = Shopper(page, shop)
+        shopper.open_home()
+        shoot("home")
+        shopper.open_product()
+        shoot("product")
+        shopper.add_to_cart()
+        shoot("cart")
+        shopper.go_to_checkout()
+        shopper.fill_details()
+        shoot("checkout")
+        shopper.submit_details()
+        shopper.type_card(VISA)
+        shopper.card_frame.locator("#cc-name").blur()  # the focus is inside the iframe
+        wait_for_card_form_to_settle(page)
+        shoot("payment")
+        shopper.pay()
+        expect_paid_order_page(shopper)
+        shoot("order")
+    finally:
+        page.context.close()
+
+    assert list(shots) == SCREENSHOT_PAGES
+    for path in shots.values():
+        width, height = png_size(path)
+        assert width == viewport["width"], path
+        assert height >= viewport["height"] - 1, path
+        assert path.stat().st_size > 10_000, path
+    assert problems == []
