@@ -18,6 +18,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def _make(command: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Run a make target in its own process group (so an interrupt reaches all it starts)."""
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
 def _wait_for(url: str, deadline: float, **kwargs: object) -> requests.Response:
     while time.monotonic() < deadline:
         try:
@@ -49,15 +57,7 @@ def test_make_demo_runs_everything_on_embedded_defaults(tmp_path: Path) -> None:
         }
     )
     log_path = tmp_path / "demo.log"
-    with log_path.open("wb") as log:
-        demo = subprocess.Popen(
-            ["make", "demo"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    demo = _make(["make", "demo"], env, log_path)
     try:
         deadline = time.monotonic() + 120
         methods = _wait_for(
@@ -105,15 +105,7 @@ def test_make_sandbox_runs_the_sandbox_alone_with_keys_from_the_environment(
         }
     )
     log_path = tmp_path / "sandbox.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            ["make", "sandbox"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = _make(["make", "sandbox"], env, log_path)
     try:
         base = f"http://127.0.0.1:{port}"
         methods = _wait_for(
