@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from django.forms.models import model_to_dict
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from payments.errors import (
     InvalidAmount,
@@ -274,8 +274,8 @@ def test_lost_answer_leaves_outcome_unknown_and_blocks_new_attempts(provider: Ap
     )
     reference = order_reference()
 
-    # When the order is paid
-    with pytest.raises(PaymentOutcomeUnknown) as caught:
+    # When the order is paid (by a shopper browsing in English)
+    with translation.override("en"), pytest.raises(PaymentOutcomeUnknown) as caught:
         attempt(provider, reference=reference)
 
     # Then the payment is unknown, the ledger says so, and the provider made one payment

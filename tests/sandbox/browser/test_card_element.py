@@ -39,6 +39,17 @@ def fill_card(
     frame.locator("#cc-name").fill(name)
 
 
+def frame_at(page: Any, origin: str) -> Any:
+    """The page's frame showing `origin`, once it has navigated there (not about:blank)."""
+    for _ in range(200):
+        for frame in page.frames:
+            if frame.url.startswith(origin):
+                frame.wait_for_load_state()
+                return frame
+        page.wait_for_timeout(50)
+    raise AssertionError(f"no frame at {origin}")
+
+
 def all_text_seen_by_the_page(page: Any) -> str:
     return " ".join(m["data"] for m in page.evaluate("window.__messages")) + " ".join(
         str(c) for c in page.evaluate("window.__changes")
@@ -290,13 +301,17 @@ def test_forged_answers_from_other_windows_are_ignored(
         token: {id: 'forged', card: {}, payment_method_id: 'visa'}})""")
 
     browser_page.evaluate("f => window.postMessage(f, '*')", forged)
-    foreign = next(f for f in browser_page.frames if f.url.startswith(foreign_site.origin))
+    foreign = frame_at(browser_page, foreign_site.origin)
     foreign.evaluate("f => parent.postMessage(f, '*')", forged)
-    second = next(
-        f
-        for f in browser_page.frames
-        if f.url.startswith(sandbox.base_url) and f != browser_page.frames[1]
-    )
+    second_id = browser_page.evaluate("card2._frameId")
+    second = frame_at(browser_page, sandbox.base_url + "/sdk/v1/card")
+    for _ in range(100):  # the second card frame, by its own frame id
+        found = [f for f in browser_page.frames if f"frame={second_id}" in f.url]
+        if found:
+            second = found[0]
+            break
+        browser_page.wait_for_timeout(50)
+    assert f"frame={second_id}" in second.url
     second.evaluate("f => parent.postMessage(f, '*')", forged)
     browser_page.wait_for_timeout(300)
 
@@ -324,7 +339,7 @@ def test_the_frame_ignores_requests_from_other_origins(
         document.body.appendChild(frame);
     }}""")
     browser_page.wait_for_function("window.frames.length === 2")
-    foreign = next(f for f in browser_page.frames if f.url.startswith(foreign_site.origin))
+    foreign = frame_at(browser_page, foreign_site.origin)
     request = browser_page.evaluate("""() => ({source: 'checkout-sdk', frame: card._frameId,
         type: 'tokenize', requestId: 'forged-request'})""")
 
