@@ -21,7 +21,12 @@ from checkout.cart import Cart
 from checkout.models import Order, OrderItem, OrderStatus, Product
 from payments import services as payments
 from payments.client import get_client
-from payments.errors import PaymentError, ProviderApiError
+from payments.errors import (
+    PaymentAttemptBlocked,
+    PaymentError,
+    PaymentOutcomeUnknown,
+    ProviderApiError,
+)
 from payments.messages import decline_message
 from payments.models import Payment, PaymentStatus
 from payments.types import PaymentMethodEntry
@@ -359,11 +364,11 @@ def order_pay(
             webhook_url=webhook_url(),
         )
     except PaymentError as exc:
-        order_sync_status(reference=order.reference)
-        order.refresh_from_db()
-        latest = order_payments(order)[-1:] or [None]
-        result = "unknown" if latest[0] and latest[0].status == PaymentStatus.UNKNOWN else "failed"
-        return PaymentOutcome(result, order.status, exc.message)
+        # An attempt whose answer never came (this one, or the earlier one blocking it) is
+        # still being confirmed: the page keeps checking. Anything else failed outright.
+        unknown = isinstance(exc, PaymentOutcomeUnknown | PaymentAttemptBlocked)
+        synced = order_sync_status(reference=order.reference) or order
+        return PaymentOutcome("unknown" if unknown else "failed", synced.status, exc.message)
     order_sync_status(reference=order.reference)
     return outcome_of(order, payment)
 

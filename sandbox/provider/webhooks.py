@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -119,9 +120,9 @@ class DeliveryWorker(threading.Thread):
     def _sweep(self) -> None:
         from sandbox.provider.payments import payments_expire_due
 
-        monotonic = timezone.now().timestamp()
-        if monotonic - self._last_sweep >= 1.0:
-            self._last_sweep = monotonic
+        now = time.monotonic()
+        if now - self._last_sweep >= 1.0:
+            self._last_sweep = now
             payments_expire_due()
 
     def _claim(self) -> list[WebhookDelivery]:
