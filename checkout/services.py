@@ -13,6 +13,7 @@ from django.core.cache import cache
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -284,7 +285,12 @@ class PaymentOutcome:
 
 
 def webhook_url() -> str:
-    return f"{settings.SHOP_BASE_URL}/webhooks/payments/{settings.PAYMENTS_WEBHOOK_TOKEN}/"
+    """Where the provider notifies us about a payment ("" when no webhook token is set)."""
+    token = settings.PAYMENTS_WEBHOOK_TOKEN
+    if not token:
+        return ""
+    path = reverse("webhooks:payments", kwargs={"token": token})
+    return f"{settings.SHOP_BASE_URL.rstrip('/')}{path}"
 
 
 def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:

@@ -9,5 +9,6 @@ admin.site.index_title = "Payments, orders and subscriptions"
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
+    path("webhooks/", include("webhooks.urls")),
     path("", include("checkout.urls")),
 ]

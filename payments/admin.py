@@ -25,9 +25,15 @@ from django.views.decorators.http import require_POST
 from payments import services
 from payments.errors import PaymentError
 from payments.forms import CaptureForm, RefundForm, SubscriptionImportForm
-from payments.models import Payment, PaymentEvent, PaymentStatus, Refund, Subscription
+from payments.models import (
+    EXPIRY_WARNING_DAYS,
+    Payment,
+    PaymentEvent,
+    PaymentStatus,
+    Refund,
+    Subscription,
+)
 
-EXPIRY_WARNING_DAYS = 3
 BADGE_COLOURS = {
     PaymentStatus.APPROVED: "#067647",
     PaymentStatus.AUTHORIZED: "#1d4ed8",

@@ -15,6 +15,8 @@ from django.db import models
 from django.utils import timezone
 
 AUTHORIZATION_VALIDITY = timedelta(days=30)
+# Staff are warned this long before an uncaptured authorization expires (at 27 days).
+EXPIRY_WARNING_DAYS = 3
 
 
 class PaymentStatus(models.TextChoices):
@@ -121,6 +123,7 @@ class Payment(models.Model):
     intent_started_at = models.DateTimeField(null=True, blank=True)
     authorized_at = models.DateTimeField(null=True, blank=True)
     authorization_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    expiry_warned_at = models.DateTimeField(null=True, blank=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
@@ -180,6 +183,8 @@ class PaymentEventKind(models.TextChoices):
     REFUNDED = "refunded", "Refunded"
     FAILED = "failed", "Failed attempt"
     OUTCOME_UNKNOWN = "unknown", "Outcome unknown"
+    ADOPTED = "adopted", "Recovered from a notification"
+    EXPIRY_WARNING = "expiring", "Authorization expiring"
     ANOMALY = "anomaly", "Provider anomaly"
 
 

@@ -202,9 +202,16 @@ def _apply_in_transaction(
         raise
 
 
-def payment_apply(*, payment: Payment, remote: ProviderPayment, actor: Actor = None) -> Payment:
-    """Apply a snapshot fetched elsewhere (e.g. by a webhook task)."""
-    return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.SYNCED, actor=actor)
+def payment_apply(
+    *,
+    payment: Payment,
+    remote: ProviderPayment,
+    actor: Actor = None,
+    kind: str = PaymentEventKind.SYNCED,
+) -> Payment:
+    """Apply a snapshot fetched elsewhere (e.g. by a webhook task) if it is not older than what
+    is held; illegal moves are recorded as anomalies and raise `IllegalTransition`."""
+    return _apply_in_transaction(payment.pk, remote, kind=kind, actor=actor)
 
 
 # --- Create --------------------------------------------------------------------------------

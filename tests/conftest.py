@@ -74,3 +74,55 @@ def playwright_browser() -> Iterator[Any]:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+# --- A real Celery worker (celery.contrib.pytest) on the shop's own app and broker ------------
+
+
+@pytest.fixture(scope="session")
+def celery_app() -> Any:
+    """The shop's Celery app as configured from settings: Redis when REDIS_URL is set."""
+    from config.celery import app
+
+    return app
+
+
+@pytest.fixture(scope="session")
+def celery_worker_pool() -> str:
+    return "threads"
+
+
+@pytest.fixture(scope="session")
+def celery_worker_parameters() -> dict[str, Any]:
+    return {
+        "concurrency": 4,
+        "perform_ping_check": False,
+        "shutdown_timeout": 60,
+        "loglevel": "WARNING",
+    }
+
+
+@pytest.fixture
+def empty_broker(celery_app: Any) -> Iterator[None]:
+    """No task or marker left over from another test, before the worker starts."""
+    from django.core.cache import cache
+
+    cache.clear()
+    celery_app.control.purge()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def worker(empty_broker: None, celery_worker: Any) -> Iterator[Any]:
+    """A real worker in this process (threads pool) on an empty queue. Its threads open their
+    own database connections; they are closed after each task so the test database can go."""
+    from celery.signals import task_postrun
+    from django.db import connections
+
+    def close_connections(**_: Any) -> None:
+        connections.close_all()
+
+    task_postrun.connect(close_connections, weak=False)
+    yield celery_worker
+    task_postrun.disconnect(close_connections)

@@ -86,12 +86,18 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+        # An unacknowledged task (its worker died) is delivered again after this long; it must
+        # exceed the longest retry countdown.
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
+        "socket_connect_timeout": 2,
+    }
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "shop"),
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
         }
     }
 else:
@@ -115,9 +121,28 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True  # tasks are idempotent: a lost worker's task runs again
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING (and its redaction)
 CELERY_TIMEZONE = "UTC"
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "webhooks-relay": {
+        "task": "webhooks.tasks.webhook_relay_task",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "payments-reconcile": {
+        "task": "payments.tasks.payments_reconcile_task",
+        "schedule": 300.0,
+        "options": {"expires": 280},
+    },
+    "authorizations-watch": {
+        "task": "payments.tasks.authorizations_watch_task",
+        "schedule": 3600.0,
+        "options": {"expires": 3000},
+    },
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -162,6 +187,13 @@ PAYMENTS_SDK_THEME = env_str("PAYMENTS_SDK_THEME", "eco")
 PAYMENTS_CONNECT_TIMEOUT = float(env_str("PAYMENTS_CONNECT_TIMEOUT", "3.05"))
 PAYMENTS_READ_TIMEOUT = float(env_str("PAYMENTS_READ_TIMEOUT", "15"))
 
+# The webhook receiver and its processing.
+WEBHOOKS_MAX_BODY_BYTES = env_int("WEBHOOKS_MAX_BODY_BYTES", 4096)
+WEBHOOKS_MAX_RETRIES = env_int("WEBHOOKS_MAX_RETRIES", 8)
+WEBHOOKS_RETRY_BACKOFF = env_int("WEBHOOKS_RETRY_BACKOFF", 2)  # seconds, doubled each retry
+WEBHOOKS_RETRY_BACKOFF_MAX = env_int("WEBHOOKS_RETRY_BACKOFF_MAX", 300)
+WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = env_int("WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE", 60)
+
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "pedidos@tienda.example")
 
@@ -171,8 +203,15 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
+    "filters": {"redact": {"()": "config.logging.RedactSecrets"}},
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact"],
+        },
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # The development server's request lines carry paths, and the webhook path a secret.
+    "loggers": {"django.server": {"handlers": ["console"], "level": "INFO", "propagate": False}},
 }

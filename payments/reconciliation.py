@@ -1,0 +1,270 @@
+"""Bringing local payments in line with the provider when the shopper's page is not enough:
+by provider id (what a notification names), and on a schedule for payments whose
+notifications never came.
+
+A notification is a hint, never proof: these services always read the payment from the provider
+and apply it monotonically through `payment_apply`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from django.core.mail import mail_managers
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from payments.client import get_client
+from payments.errors import (
+    NotFound,
+    PaymentError,
+    PaymentInProgress,
+    PaymentRefused,
+    ProviderApiError,
+    ProviderDown,
+    ProviderUnavailable,
+)
+from payments.messages import refusal_message
+from payments.models import (
+    EXPIRY_WARNING_DAYS,
+    CaptureMethod,
+    Payment,
+    PaymentEvent,
+    PaymentEventKind,
+)
+from payments.selectors import (
+    authorizations_expired,
+    authorizations_to_warn,
+    payments_to_reconcile,
+    payments_unresolved,
+)
+from payments.services import IN_FLIGHT, payment_apply, payment_refresh
+from payments.signals import payment_reference_lookup
+from payments.types import ProviderPayment
+
+logger = logging.getLogger(__name__)
+
+
+class SyncOutcome(StrEnum):
+    UPDATED = "updated"  # a payment we hold, and it changed
+    UNCHANGED = "unchanged"  # a payment we hold, already up to date
+    ADOPTED = "adopted"  # unknown here, but its external_reference is one of ours
+    UNMATCHED = "unmatched"  # the provider's payment belongs to no order of ours
+    NOT_FOUND = "not_found"  # the provider has no payment with this id
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    outcome: SyncOutcome
+    payment: Payment | None = None
+    note: str = ""
+
+
+def _fetch(provider_id: str) -> ProviderPayment | None:
+    try:
+        return get_client().get_payment(provider_id)
+    except NotFound:
+        return None
+    except ProviderUnavailable as exc:
+        raise ProviderDown("The payment service is not reachable right now.") from exc
+    except ProviderApiError as exc:
+        raise PaymentRefused(refusal_message(exc)) from exc
+
+
+def _amounts(payment: Payment) -> tuple[str, int, object, object]:
+    return (
+        payment.status,
+        payment.provider_version,
+        payment.captured_amount,
+        payment.refunded_amount,
+    )
+
+
+def payment_sync(*, provider_id: str) -> SyncResult:
+    """Read one payment from the provider by its id and bring the shop in line with it: apply it
+    to the payment we hold, adopt it if it is ours but unknown here, or report it unmatched."""
+    remote = _fetch(provider_id)
+    local = Payment.objects.filter(provider_id=provider_id).first()
+    if remote is None:
+        if local is not None:
+            raise PaymentRefused(f"The provider no longer finds payment {provider_id}.")
+        return SyncResult(SyncOutcome.NOT_FOUND, note="the provider has no payment with this id")
+    if local is None:
+        return payment_adopt(remote=remote)
+    before = _amounts(local)
+    payment = payment_apply(payment=local, remote=remote)
+    changed = _amounts(payment) != before
+    return SyncResult(SyncOutcome.UPDATED if changed else SyncOutcome.UNCHANGED, payment)
+
+
+def _reference_is_ours(reference: str) -> bool:
+    if not reference:
+        return False
+    if Payment.objects.filter(external_reference=reference).exists():
+        return True
+    answers = payment_reference_lookup.send(sender=Payment, reference=reference)
+    return any(answer is True for _, answer in answers)
+
+
+def payment_adopt(*, remote: ProviderPayment) -> SyncResult:
+    """Attach a provider payment the shop holds no id for. If an attempt for its reference is
+    still unconfirmed (its create's answer was lost, or has not come back yet), that attempt is
+    it; otherwise, if the reference is one of ours, a local record is made for it."""
+    reference = remote.external_reference
+    with transaction.atomic():
+        held = Payment.objects.filter(provider_id=remote.id).first()
+        if held is not None:  # the create's own answer got here first
+            before = _amounts(held)
+            held = payment_apply(payment=held, remote=remote)
+            outcome = SyncOutcome.UPDATED if _amounts(held) != before else SyncOutcome.UNCHANGED
+            return SyncResult(outcome, held)
+        attempt = (
+            Payment.objects.select_for_update()
+            .filter(external_reference=reference, provider_id__isnull=True, status__in=IN_FLIGHT)
+            .first()
+            if reference
+            else None
+        )
+        if attempt is None:
+            if not _reference_is_ours(reference):
+                return SyncResult(
+                    SyncOutcome.UNMATCHED,
+                    note=f"reference {reference or '(none)'!r} matches no order of this shop",
+                )
+            customer = remote.raw.get("customer") if isinstance(remote.raw, dict) else None
+            email = str((customer or {}).get("email") or "")[:254]
+            try:
+                with transaction.atomic():
+                    attempt = Payment.objects.create(
+                        external_reference=reference,
+                        idempotency_key=f"adopted-{remote.id}"[:64],
+                        capture_method=remote.capture_method
+                        if remote.capture_method in CaptureMethod.values
+                        else CaptureMethod.AUTOMATIC,
+                        amount=remote.amount,
+                        currency=remote.currency or "MXN",
+                        description=remote.description[:255],
+                        customer_email=email if "@" in email else "",
+                    )
+            except IntegrityError as exc:
+                # Another attempt for the order started this instant: try again shortly.
+                raise PaymentInProgress(
+                    f"another payment attempt for {reference} is running"
+                ) from exc
+        payment = payment_apply(payment=attempt, remote=remote, kind=PaymentEventKind.ADOPTED)
+    logger.warning(
+        "payment %s adopted for reference %s from a notification (%s)",
+        payment.pk,
+        reference,
+        payment.status,
+    )
+    return SyncResult(SyncOutcome.ADOPTED, payment)
+
+
+# --- On a schedule -----------------------------------------------------------------------------
+
+
+@dataclass
+class ReconcileReport:
+    checked: int = 0
+    changed: int = 0
+    failed: int = 0
+    unresolved: int = 0
+    stopped_early: bool = False
+
+
+def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> ReconcileReport:
+    """Refresh payments that are not final and may have moved without telling us: pending for
+    over 10 minutes, outcome unknown, authorized. Stops at the first sign that the provider is
+    down, so a schedule never hammers it."""
+    now = now or timezone.now()
+    report = ReconcileReport(unresolved=payments_unresolved(now=now))
+    if report.unresolved:
+        # Nothing to read them by until the provider's INSERT notification names them.
+        logger.warning(
+            "%d payment attempt(s) have an unknown outcome and no provider id yet",
+            report.unresolved,
+        )
+    for payment in payments_to_reconcile(now=now, limit=limit):
+        before = _amounts(payment)
+        report.checked += 1
+        try:
+            refreshed = payment_refresh(payment=payment)
+        except ProviderDown:
+            report.stopped_early = True
+            logger.warning("reconciliation stopped: the payment service is not reachable")
+            break
+        except PaymentError as exc:
+            report.failed += 1
+            logger.warning("reconciliation of payment %s failed: %s", payment.pk, exc.message)
+            continue
+        if _amounts(refreshed) != before:
+            report.changed += 1
+    if report.checked:
+        logger.info(
+            "reconciliation: %d checked, %d changed, %d failed",
+            report.checked,
+            report.changed,
+            report.failed,
+        )
+    return report
+
+
+@dataclass
+class WatchReport:
+    warned: int = 0
+    refreshed: int = 0
+
+
+def authorizations_watch(*, now: datetime | None = None) -> WatchReport:
+    """Warn staff (ledger, log, managers' mail) about authorizations 27 days old, and refresh
+    those past 30 days: the provider has released the hold by then."""
+    now = now or timezone.now()
+    report = WatchReport()
+    warned: list[Payment] = []
+    for payment in authorizations_to_warn(now=now):
+        with transaction.atomic():
+            claimed = Payment.objects.filter(pk=payment.pk, expiry_warned_at__isnull=True).update(
+                expiry_warned_at=now
+            )
+            if not claimed:
+                continue
+            PaymentEvent.objects.create(
+                payment=payment,
+                kind=PaymentEventKind.EXPIRY_WARNING,
+                old_status=payment.status,
+                new_status=payment.status,
+                message=_expiry_message(payment, now),
+            )
+        warned.append(payment)
+    report.warned = len(warned)
+    if warned:
+        lines = [f"{p.external_reference}: ${p.amount} · {_expiry_message(p, now)}" for p in warned]
+        logger.warning("authorizations expiring soon: %s", "; ".join(lines))
+        mail_managers(
+            f"{len(warned)} authorization(s) expire within {EXPIRY_WARNING_DAYS} days",
+            "Capture or cancel them in the admin before they expire:\n\n" + "\n".join(lines),
+            fail_silently=True,
+        )
+    for payment in authorizations_expired(now=now):
+        try:
+            payment_refresh(payment=payment)
+        except ProviderDown:
+            break
+        except PaymentError as exc:
+            logger.warning("expired authorization %s not refreshed: %s", payment.pk, exc.message)
+            continue
+        report.refreshed += 1
+    return report
+
+
+def _expiry_message(payment: Payment, now: datetime) -> str:
+    expires = payment.authorization_expires_at or now + timedelta(days=EXPIRY_WARNING_DAYS)
+    hours = max(int((expires - now).total_seconds() // 3600), 0)
+    return (
+        f"authorization expires {timezone.localtime(expires):%Y-%m-%d %H:%M} "
+        f"(in {hours // 24} d {hours % 24} h): capture or cancel it"
+    )

@@ -1,0 +1,59 @@
+"""Reads of payments that take more than a line: what the schedules look at."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db.models import F, Q
+
+from payments.models import EXPIRY_WARNING_DAYS, Payment, PaymentStatus
+
+PENDING_RECONCILE_AFTER = timedelta(minutes=10)
+AUTHORIZED_RESYNC_EVERY = timedelta(hours=6)
+
+
+def payments_to_reconcile(*, now: datetime, limit: int) -> list[Payment]:
+    """Not final and possibly moved without a word: pending for over 10 minutes, outcome
+    unknown, or authorized and not read for a while. Least recently read first."""
+    stale_pending = now - PENDING_RECONCILE_AFTER
+    not_read_since = Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=stale_pending)
+    wanted = (
+        Q(status=PaymentStatus.PENDING, created_at__lt=stale_pending) & not_read_since
+        | Q(status=PaymentStatus.UNKNOWN)
+        | Q(status=PaymentStatus.AUTHORIZED)
+        & (Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=now - AUTHORIZED_RESYNC_EVERY))
+    )
+    return list(
+        Payment.objects.filter(wanted, provider_id__isnull=False).order_by(
+            F("last_synced_at").asc(nulls_first=True), "pk"
+        )[:limit]
+    )
+
+
+def payments_unresolved(*, now: datetime) -> int:
+    """Attempts whose outcome is unknown and that no notification has named yet."""
+    return Payment.objects.filter(
+        status__in=(PaymentStatus.UNKNOWN, PaymentStatus.CREATING),
+        provider_id__isnull=True,
+        created_at__lt=now - PENDING_RECONCILE_AFTER,
+    ).count()
+
+
+def authorizations_to_warn(*, now: datetime) -> list[Payment]:
+    return list(
+        Payment.objects.filter(
+            status=PaymentStatus.AUTHORIZED,
+            expiry_warned_at__isnull=True,
+            authorization_expires_at__lte=now + timedelta(days=EXPIRY_WARNING_DAYS),
+        ).order_by("authorization_expires_at")
+    )
+
+
+def authorizations_expired(*, now: datetime) -> list[Payment]:
+    return list(
+        Payment.objects.filter(
+            status=PaymentStatus.AUTHORIZED,
+            provider_id__isnull=False,
+            authorization_expires_at__lte=now,
+        ).order_by("authorization_expires_at")
+    )

@@ -1,0 +1,137 @@
+"""Staff read every notification the provider sent, filter them by state or payment, and retry
+failed ones or replay any (a replay refetches the payment; it is always safe)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+
+from webhooks.models import WebhookEvent, WebhookState
+from webhooks.services import webhook_events_retry
+
+STATE_COLOURS = {
+    WebhookState.RECEIVED: "#b54708",
+    WebhookState.PROCESSING: "#1d4ed8",
+    WebhookState.PROCESSED: "#067647",
+    WebhookState.UNMATCHED: "#475467",
+    WebhookState.FAILED: "#b42318",
+}
+
+
+class PaymentFilter(admin.SimpleListFilter):
+    """The events of one payment (reached from the payment's page, `?payment=<id>`)."""
+
+    title = "payment"
+    parameter_name = "payment"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        value = self.value()
+        if value and value.isdigit():
+            return [(value, f"Payment #{value}")]
+        return [("none", "Not matched to a payment")]
+
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[WebhookEvent]
+    ) -> QuerySet[WebhookEvent]:
+        value = self.value()
+        if value == "none":
+            return queryset.filter(payment__isnull=True)
+        if value and value.isdigit():
+            return queryset.filter(payment_id=int(value))
+        return queryset
+
+
+@admin.register(WebhookEvent)
+class WebhookEventAdmin(admin.ModelAdmin):
+    list_display = [
+        "received_at",
+        "event_type",
+        "provider_payment_id",
+        "state_badge",
+        "attempts",
+        "payment_link",
+        "remote_addr",
+        "short_error",
+    ]
+    list_filter = ["state", "event_type", PaymentFilter, "received_at"]
+    search_fields = ["=provider_payment_id", "payment__external_reference"]
+    list_select_related = ["payment"]
+    date_hierarchy = "received_at"
+    list_per_page = 100
+    actions = ["retry_selected", "replay_selected"]
+    fields = [
+        "provider_payment_id",
+        "event_type",
+        "state",
+        "payment_link",
+        "received_at",
+        "remote_addr",
+        "attempts",
+        "last_error",
+        "task_id",
+        "claimed_at",
+        "relayed_at",
+        "processed_at",
+    ]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_process_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("webhooks.process_webhookevent")
+
+    @admin.display(description="state", ordering="state")
+    def state_badge(self, event: WebhookEvent) -> str:
+        colour = STATE_COLOURS.get(WebhookState(event.state), "#475467")
+        return format_html(
+            '<strong style="color:{}">{}</strong>', colour, event.get_state_display()
+        )
+
+    @admin.display(description="payment", ordering="payment")
+    def payment_link(self, event: WebhookEvent) -> str:
+        if event.payment_id is None:
+            return "—"
+        url = reverse("admin:payments_payment_change", args=[event.payment_id])
+        return format_html('<a href="{}">{}</a>', url, event.payment.external_reference)
+
+    @admin.display(description="last error")
+    def short_error(self, event: WebhookEvent) -> str:
+        return event.last_error[:80]
+
+    def _process(
+        self, request: HttpRequest, queryset: QuerySet[WebhookEvent], *, replay: bool
+    ) -> None:
+        count = webhook_events_retry(events=queryset, replay=replay)
+        skipped = queryset.count() - count
+        verb = "replayed" if replay else "queued for retry"
+        if count:
+            self.message_user(request, f"{count} event(s) {verb}.", messages.SUCCESS)
+        if skipped:
+            why = (
+                "they are still waiting or being processed"
+                if replay
+                else "only failed or unmatched events can be retried; replay the others"
+            )
+            self.message_user(request, f"{skipped} event(s) skipped: {why}.", messages.WARNING)
+
+    @admin.action(description="Retry selected failed events", permissions=["process"])
+    def retry_selected(self, request: HttpRequest, queryset: QuerySet[WebhookEvent]) -> None:
+        self._process(request, queryset, replay=False)
+
+    @admin.action(
+        description="Replay selected events (refetch their payments)", permissions=["process"]
+    )
+    def replay_selected(self, request: HttpRequest, queryset: QuerySet[WebhookEvent]) -> None:
+        self._process(request, queryset, replay=True)
