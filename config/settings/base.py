@@ -196,6 +196,9 @@ WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = env_int("WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINU
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "pedidos@tienda.example")
+SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
+# Staff who get operational mail (authorizations about to expire), comma-separated addresses.
+MANAGERS = [("", address) for address in env_list("SHOP_MANAGERS", [])]
 
 LOGGING = {
     "version": 1,
