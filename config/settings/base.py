@@ -7,6 +7,7 @@ from pathlib import Path
 import dj_database_url
 
 from config.env import basic_access_token, env_bool, env_int, env_list, env_str
+from config.security import content_security_policy
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("SHOP_VAR_DIR", str(BASE_DIR / "var")))
@@ -27,6 +28,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
+    "csp",
     "payments",
     "checkout",
     "webhooks",
@@ -34,6 +36,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.security.ShopCSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -186,6 +189,11 @@ PAYMENTS_CAPTURE_METHOD = env_str("PAYMENTS_CAPTURE_METHOD", "automatic")
 PAYMENTS_SDK_THEME = env_str("PAYMENTS_SDK_THEME", "eco")
 PAYMENTS_CONNECT_TIMEOUT = float(env_str("PAYMENTS_CONNECT_TIMEOUT", "3.05"))
 PAYMENTS_READ_TIMEOUT = float(env_str("PAYMENTS_READ_TIMEOUT", "15"))
+
+# Where the provider's SDK, card form and 3-D Secure pages come from, for the CSP (scripts,
+# images, frames); empty: the origin of PAYMENTS_API_BASE_URL.
+PAYMENTS_FRAME_ORIGINS = env_list("PAYMENTS_FRAME_ORIGINS", [])
+CONTENT_SECURITY_POLICY = content_security_policy(report_uri="/csp-report/")
 
 # The webhook receiver and its processing.
 WEBHOOKS_MAX_BODY_BYTES = env_int("WEBHOOKS_MAX_BODY_BYTES", 4096)

@@ -1,0 +1,102 @@
+"""The shop's Content-Security-Policy: built from settings, with per-request nonces (django-csp),
+and the endpoint that collects the browsers' violation reports."""
+
+from __future__ import annotations
+
+import json
+import logging
+from urllib.parse import urlsplit
+
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
+from csp.middleware import CSPMiddleware, PolicyParts
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+logger = logging.getLogger("csp")
+
+MAX_REPORT_BYTES = 8192
+
+
+def origin_of(url: str) -> str:
+    """scheme://host[:port] of a URL ('' if it has none)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
+
+
+def content_security_policy(*, report_uri: str) -> dict[str, object]:
+    """Scripts only from the shop (and the provider's SDK, added per request), frames only from
+    the provider, nothing inline, and the shop can be framed by nobody."""
+    return {
+        "DIRECTIVES": {
+            "default-src": [SELF],
+            "script-src": [SELF, NONCE],
+            "style-src": [SELF],
+            "img-src": [SELF, "data:"],
+            "font-src": [SELF],
+            "connect-src": [SELF],
+            "frame-src": [NONE],
+            "frame-ancestors": [NONE],
+            "form-action": [SELF],
+            "object-src": [NONE],
+            "base-uri": [NONE],
+            "report-uri": [report_uri],
+        }
+    }
+
+
+def provider_origins() -> list[str]:
+    """Where the provider's SDK, card form and 3-D Secure pages come from."""
+    configured = [origin for origin in settings.PAYMENTS_FRAME_ORIGINS if origin]
+    return configured or [o for o in [origin_of(settings.PAYMENTS_API_BASE_URL)] if o]
+
+
+class ShopCSPMiddleware(CSPMiddleware):
+    """The policy from settings, with a fresh nonce on every response and the provider's origin
+    (read per request, so it follows the settings) for scripts, images and frames. The admin's own
+    templates carry inline style attributes, so only under /admin/ are inline styles allowed
+    (never inline scripts)."""
+
+    def get_policy_parts(
+        self, request: HttpRequest, response: HttpResponseBase, report_only: bool = False
+    ) -> PolicyParts:
+        if report_only:
+            return super().get_policy_parts(request, response, report_only)
+        str(request.csp_nonce)  # every page gets a fresh nonce, used or not
+        parts = super().get_policy_parts(request, response, report_only)
+        provider = provider_origins()
+        if provider:
+            parts.update = {
+                **(parts.update or {}),
+                "script-src": provider,
+                "img-src": provider,
+            }
+            parts.replace = {"frame-src": provider, **(parts.replace or {})}
+        if request.path_info.startswith("/admin/"):
+            parts.replace = {**(parts.replace or {}), "style-src": [SELF, UNSAFE_INLINE]}
+        return parts
+
+
+@csrf_exempt
+@require_POST
+def csp_report(request: HttpRequest) -> HttpResponse:
+    """Browsers POST CSP violation reports here; each is logged (truncated), never stored."""
+    body = request.read(MAX_REPORT_BYTES + 1)
+    if len(body) > MAX_REPORT_BYTES:
+        return HttpResponse(status=413)
+    try:
+        report = json.loads(body)
+    except ValueError:
+        return HttpResponse(status=400)
+    details = report.get("csp-report", report) if isinstance(report, dict) else report
+    if not isinstance(details, dict):
+        return HttpResponse(status=400)
+    logger.warning(
+        "CSP violation: %s blocked %s on %s",
+        str(details.get("violated-directive") or details.get("effectiveDirective") or "?")[:100],
+        str(details.get("blocked-uri") or details.get("blockedURL") or "?")[:200],
+        str(details.get("document-uri") or details.get("documentURL") or "?")[:200],
+    )
+    return HttpResponse(status=204)
