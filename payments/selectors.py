@@ -44,6 +44,7 @@ def authorizations_to_warn(*, now: datetime) -> list[Payment]:
         Payment.objects.filter(
             status=PaymentStatus.AUTHORIZED,
             expiry_warned_at__isnull=True,
+            authorization_expires_at__gt=now,  # expired ones are refreshed, not announced
             authorization_expires_at__lte=now + timedelta(days=EXPIRY_WARNING_DAYS),
         ).order_by("authorization_expires_at")
     )

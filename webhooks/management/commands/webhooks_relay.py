@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
 from webhooks.services import RELAY_AFTER, webhook_relay
 
@@ -34,8 +35,9 @@ class Command(BaseCommand):
         if limit < 1 or older_than < 0:
             raise CommandError("--limit must be at least 1 and --older-than at least 0.")
         total = 0
+        now = timezone.now()  # one cutoff for every pass: a relayed row is not left behind again
         while True:
-            relayed = webhook_relay(limit=limit, older_than=timedelta(seconds=older_than))
+            relayed = webhook_relay(limit=limit, older_than=timedelta(seconds=older_than), now=now)
             total += relayed
             if not relayed or not all:
                 break

@@ -1,0 +1,395 @@
+"""Reconciliation against the live sandbox: payment_sync by provider id (updated, unchanged, not
+found, adopted, unmatched), payments_reconcile for payments whose notifications never came, and
+authorizations_watch for authorizations about to expire or expired."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.core import mail
+from django.utils import timezone
+
+from checkout.models import Order, OrderStatus, Product
+from payments.client import PaymentsClient
+from payments.errors import PaymentRefused
+from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
+from payments.reconciliation import (
+    SyncOutcome,
+    authorizations_watch,
+    payment_sync,
+    payments_reconcile,
+)
+from payments.services import payment_cancel
+from tests.checkout.conftest import make_order
+from tests.payments.factories import create_payment, order_reference
+from tests.support import DECLINED, THREE_DS, Api
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.django_db]
+
+CaptureCallbacks = Callable[..., Any]
+
+
+@pytest.fixture
+def provider_gets(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of every payment read from the provider (the real call is made)."""
+    calls: list[str] = []
+    original = PaymentsClient.get_payment
+
+    def counting(self: PaymentsClient, payment_id: str) -> Any:
+        calls.append(payment_id)
+        return original(self, payment_id)
+
+    monkeypatch.setattr(PaymentsClient, "get_payment", counting)
+    return calls
+
+
+def age(payment: Payment, **fields: Any) -> Payment:
+    """Move a payment's timestamps as if time had passed (the database only)."""
+    Payment.objects.filter(pk=payment.pk).update(**fields)
+    payment.refresh_from_db()
+    return payment
+
+
+def pass_challenge(api: Api, payment: Payment) -> None:
+    """The shopper passes the 3-D Secure challenge at the provider; the shop is not told."""
+    assert payment.three_ds_url
+    response = api.session.post(
+        payment.three_ds_url, data={"action": "submit", "code": "123456"}, timeout=10
+    )
+    assert response.status_code == 200, response.text
+    assert api.payment(payment.provider_id)["status"] == "approved"
+
+
+def capture_at_provider(api: Api, payment: Payment) -> None:
+    response = api.patch(
+        f"/payments/{payment.provider_id}",
+        {"status": "approved", "paid_amount": payment.amount},
+        headers={"Idempotency-Key": uuid.uuid4().hex},
+    )
+    assert response.status_code == 200, response.text
+
+
+def order_for(**fields: Any) -> Order:
+    product = Product.objects.create(
+        slug=f"jarra-{uuid.uuid4().hex[:8]}", name="Jarra", price=Decimal("250.00"), stock=5
+    )
+    return make_order((product, 1), **fields)
+
+
+def attempt_in_flight(status: str, minutes_ago: int) -> Payment:
+    """A local attempt whose create never answered: no provider id."""
+    return Payment.objects.create(
+        external_reference=order_reference(),
+        idempotency_key=uuid.uuid4().hex,
+        capture_method="automatic",
+        amount=Decimal("250.00"),
+        status=status,
+        created_at=timezone.now() - timedelta(minutes=minutes_ago),
+    )
+
+
+# --- payment_sync --------------------------------------------------------------------------
+
+
+def test_sync_applies_a_change_made_at_the_provider(provider: Api) -> None:
+    """A payment we hold that moved at the provider is UPDATED to match."""
+    # Given an authorization captured at the provider
+    payment = create_payment(provider, capture_method="manual")
+    capture_at_provider(provider, payment)
+
+    # When it is synced by its provider id
+    result = payment_sync(provider_id=payment.provider_id)
+
+    # Then it is updated and approved
+    assert result.outcome == SyncOutcome.UPDATED
+    assert result.payment is not None and result.payment.pk == payment.pk
+    assert (result.payment.status, result.payment.captured_amount) == (
+        PaymentStatus.APPROVED,
+        Decimal("250.00"),
+    )
+
+
+def test_sync_of_a_payment_already_up_to_date_changes_nothing(provider: Api) -> None:
+    """A payment we hold that did not move is UNCHANGED, with no new ledger entry."""
+    # Given a charge the shop already holds as the provider does
+    payment = create_payment(provider)
+    entries = payment.events.count()
+
+    # When it is synced
+    result = payment_sync(provider_id=payment.provider_id)
+
+    # Then nothing changed
+    assert result.outcome == SyncOutcome.UNCHANGED
+    assert result.payment is not None and result.payment.pk == payment.pk
+    assert result.payment.status == PaymentStatus.APPROVED
+    assert payment.events.count() == entries
+
+
+def test_sync_of_an_id_the_provider_does_not_know_is_not_found(provider: Api) -> None:
+    """An id the provider has no payment for is NOT_FOUND, with a note, and nothing is made."""
+    result = payment_sync(provider_id=str(uuid.uuid4()))
+
+    assert result.outcome == SyncOutcome.NOT_FOUND
+    assert result.payment is None
+    assert result.note == "the provider has no payment with this id"
+    assert not Payment.objects.exists()
+
+
+def test_sync_of_a_held_payment_the_provider_lost_is_refused(provider: Api) -> None:
+    """A payment we hold under an id the provider no longer finds is an error staff must see,
+    not a silent 'not found'."""
+    # Given a local payment whose provider id the provider does not know
+    payment = attempt_in_flight(PaymentStatus.UNKNOWN, minutes_ago=1)
+    age(payment, provider_id=str(uuid.uuid4()), status=PaymentStatus.APPROVED)
+
+    # When it is synced, then the error names it
+    with pytest.raises(PaymentRefused, match="no longer finds payment"):
+        payment_sync(provider_id=payment.provider_id)
+
+
+def test_sync_adopts_a_payment_for_one_of_our_orders(
+    provider: Api, django_capture_on_commit_callbacks: CaptureCallbacks
+) -> None:
+    """A provider payment the shop never recorded, for one of its orders, is ADOPTED: a local
+    record is made and the order follows."""
+    # Given an order paid at the provider with no local record
+    order = order_for()
+    remote = provider.create_payment(external_reference=order.reference)
+
+    # When it is synced
+    with django_capture_on_commit_callbacks(execute=True):
+        result = payment_sync(provider_id=remote["id"])
+
+    # Then a local payment holds it, approved, and the order is paid
+    assert result.outcome == SyncOutcome.ADOPTED
+    payment = Payment.objects.get()
+    assert result.payment is not None and result.payment.pk == payment.pk
+    assert (payment.provider_id, payment.status) == (remote["id"], PaymentStatus.APPROVED)
+    assert payment.idempotency_key == f"adopted-{remote['id']}"
+    order.refresh_from_db()
+    assert order.status == OrderStatus.PAID
+
+
+def test_sync_of_a_payment_for_another_reference_is_unmatched(provider: Api) -> None:
+    """A provider payment for a reference that is no order of ours is UNMATCHED."""
+    remote = provider.create_payment(external_reference="OTRA-TIENDA-7")
+
+    result = payment_sync(provider_id=remote["id"])
+
+    assert result.outcome == SyncOutcome.UNMATCHED
+    assert result.payment is None
+    assert "'OTRA-TIENDA-7' matches no order" in result.note
+    assert not Payment.objects.exists()
+
+
+# --- payments_reconcile ----------------------------------------------------------------------
+
+
+def test_a_stale_pending_payment_whose_challenge_passed_is_approved(
+    provider: Api, provider_gets: list[str]
+) -> None:
+    """A 3-D Secure payment pending for over 10 minutes whose challenge was passed (and whose
+    notification never came) is read and approved; a young pending one is left to its page."""
+    # Given two challenges passed at the provider: one started 15 minutes ago, one just now
+    stale = create_payment(provider, number=THREE_DS)
+    young = create_payment(provider, number=THREE_DS)
+    assert stale.status == young.status == PaymentStatus.PENDING
+    pass_challenge(provider, stale)
+    pass_challenge(provider, young)
+    long_ago = timezone.now() - timedelta(minutes=15)
+    age(stale, created_at=long_ago, last_synced_at=long_ago)
+
+    # When reconciliation runs
+    report = payments_reconcile()
+
+    # Then only the stale one was read, and it is approved
+    assert provider_gets == [stale.provider_id]
+    assert (report.checked, report.changed, report.failed, report.stopped_early) == (
+        1,
+        1,
+        0,
+        False,
+    )
+    stale.refresh_from_db()
+    young.refresh_from_db()
+    assert stale.status == PaymentStatus.APPROVED
+    assert stale.three_ds_url == ""
+    assert young.status == PaymentStatus.PENDING
+
+
+def test_authorizations_are_read_when_not_read_for_six_hours(
+    provider: Api, provider_gets: list[str]
+) -> None:
+    """An authorization not read for over 6 hours is read again (and picks up a capture made at
+    the provider); one read an hour ago is not."""
+    # Given two authorizations captured at the provider, read 7 hours and 1 hour ago
+    stale = create_payment(provider, capture_method="manual")
+    recent = create_payment(provider, capture_method="manual")
+    capture_at_provider(provider, stale)
+    capture_at_provider(provider, recent)
+    age(stale, last_synced_at=timezone.now() - timedelta(hours=7))
+    age(recent, last_synced_at=timezone.now() - timedelta(hours=1))
+
+    # When reconciliation runs
+    report = payments_reconcile()
+
+    # Then only the stale one was read and it is approved
+    assert provider_gets == [stale.provider_id]
+    assert (report.checked, report.changed) == (1, 1)
+    stale.refresh_from_db()
+    recent.refresh_from_db()
+    assert stale.status == PaymentStatus.APPROVED
+    assert recent.status == PaymentStatus.AUTHORIZED
+
+
+def test_settled_payments_are_never_read(provider: Api, provider_gets: list[str]) -> None:
+    """Rejected, cancelled and approved payments, however old, are not read by the schedule."""
+    # Given settled payments from two days ago
+    rejected = create_payment(provider, number=DECLINED)
+    cancelled = payment_cancel(payment=create_payment(provider, capture_method="manual"))
+    approved = create_payment(provider)
+    assert [rejected.status, cancelled.status, approved.status] == [
+        PaymentStatus.REJECTED,
+        PaymentStatus.CANCELLED,
+        PaymentStatus.APPROVED,
+    ]
+    two_days_ago = timezone.now() - timedelta(days=2)
+    Payment.objects.update(created_at=two_days_ago, last_synced_at=two_days_ago)
+
+    # When reconciliation runs
+    report = payments_reconcile()
+
+    # Then none of them was read
+    assert provider_gets == []
+    assert (report.checked, report.changed, report.unresolved) == (0, 0, 0)
+
+
+def test_reconciliation_stops_at_the_first_sign_the_provider_is_down(
+    provider: Api, provider_gets: list[str]
+) -> None:
+    """With the provider answering 503, reconciliation reads one payment, stops, and leaves the
+    others for the next run instead of hammering the provider."""
+    # Given three stale authorizations and a provider failing every read
+    stale = [create_payment(provider, capture_method="manual") for _ in range(3)]
+    Payment.objects.update(last_synced_at=timezone.now() - timedelta(hours=7))
+    fault = provider.post(
+        "/_sandbox/faults", {"path": "/payments", "method": "GET", "status": 503, "times": 50}
+    )
+    assert fault.status_code == 201, fault.text
+
+    # When reconciliation runs
+    report = payments_reconcile()
+
+    # Then it stopped after the first read (retried by the client only)
+    assert report.stopped_early is True
+    assert (report.checked, report.changed, report.failed) == (1, 0, 0)
+    assert len(provider_gets) == 1
+    [state] = provider.get("/_sandbox/faults").json()
+    assert 1 <= state["hits"] <= 4
+    assert all(
+        p.status == PaymentStatus.AUTHORIZED
+        for p in Payment.objects.filter(pk__in=[p.pk for p in stale])
+    )
+
+
+def test_attempts_with_an_unknown_outcome_and_no_provider_id_are_counted(
+    provider: Api, provider_gets: list[str]
+) -> None:
+    """Attempts whose create never answered (no provider id) cannot be read: they are counted
+    as unresolved once over 10 minutes old, and not sent to the provider."""
+    # Given two such attempts 15 minutes old (unknown, and creating) and a young one
+    attempt_in_flight(PaymentStatus.UNKNOWN, minutes_ago=15)
+    attempt_in_flight(PaymentStatus.CREATING, minutes_ago=15)
+    attempt_in_flight(PaymentStatus.UNKNOWN, minutes_ago=2)
+
+    # When reconciliation runs
+    report = payments_reconcile()
+
+    # Then the two old ones are reported unresolved and nothing was read
+    assert report.unresolved == 2
+    assert report.checked == 0
+    assert provider_gets == []
+
+
+# --- authorizations_watch ------------------------------------------------------------------
+
+
+def test_staff_are_warned_once_about_an_authorization_about_to_expire(
+    provider: Api, settings: Any
+) -> None:
+    """An authorization expiring within 3 days gets a warning: expiry_warned_at, one `expiring`
+    ledger entry and one mail to the managers; the next run warns nothing new."""
+    # Given an authorization 28 days old and one just made
+    settings.MANAGERS = [("Ops", "ops@example.com")]
+    now = timezone.now()
+    expiring = create_payment(provider, capture_method="manual")
+    fresh = create_payment(provider, capture_method="manual")
+    age(
+        expiring,
+        authorized_at=now - timedelta(days=28),
+        authorization_expires_at=now + timedelta(days=2),
+    )
+
+    # When the watch runs
+    report = authorizations_watch(now=now)
+
+    # Then the expiring one is warned about, once, in the ledger and by mail
+    assert (report.warned, report.refreshed) == (1, 0)
+    expiring.refresh_from_db()
+    fresh.refresh_from_db()
+    assert expiring.expiry_warned_at == now
+    assert fresh.expiry_warned_at is None
+    [entry] = PaymentEvent.objects.filter(kind=PaymentEventKind.EXPIRY_WARNING)
+    assert entry.payment_id == expiring.pk
+    assert (entry.old_status, entry.new_status) == ("authorized", "authorized")
+    assert "(in 2 d 0 h)" in entry.message
+    [message] = mail.outbox
+    assert message.to == ["ops@example.com"]
+    assert "1 authorization(s) expire within 3 days" in message.subject
+    assert expiring.external_reference in message.body
+    assert fresh.external_reference not in message.body
+
+    # When it runs again
+    again = authorizations_watch(now=now + timedelta(hours=1))
+
+    # Then nothing new is warned or mailed
+    assert again.warned == 0
+    assert PaymentEvent.objects.filter(kind=PaymentEventKind.EXPIRY_WARNING).count() == 1
+    assert len(mail.outbox) == 1
+
+
+def test_an_expired_authorization_is_refreshed_to_cancelled_and_the_order_follows(
+    provider: Api, django_capture_on_commit_callbacks: CaptureCallbacks
+) -> None:
+    """Past 30 days the provider releases the hold: the watch reads the authorization, which
+    becomes cancelled with CA-EXP01, and its order is cancelled."""
+    # Given an authorized order, 31 days later at the provider, already warned about
+    order = order_for(status=OrderStatus.AUTHORIZED)
+    payment = create_payment(provider, capture_method="manual", reference=order.reference)
+    clock = provider.post("/_sandbox/clock", {"advance_days": 31})
+    assert clock.status_code == 200, clock.text
+    now = timezone.now()
+    age(
+        payment,
+        authorized_at=now - timedelta(days=31),
+        authorization_expires_at=now - timedelta(days=1),
+        expiry_warned_at=now - timedelta(days=4),
+    )
+
+    # When the watch runs
+    with django_capture_on_commit_callbacks(execute=True):
+        report = authorizations_watch(now=now)
+
+    # Then the payment is cancelled as expired, and so is the order
+    assert (report.warned, report.refreshed) == (0, 1)
+    payment.refresh_from_db()
+    assert (payment.status, payment.status_code) == (PaymentStatus.CANCELLED, "CA-EXP01")
+    assert payment.events.last().kind == PaymentEventKind.SYNCED
+    order.refresh_from_db()
+    assert order.status == OrderStatus.CANCELLED
+    assert mail.outbox == []
