@@ -6,7 +6,6 @@ app_name = "checkout"
 
 urlpatterns = [
     path("", views.home, name="home"),
-    path("healthz", views.healthz, name="healthz"),
     path("productos/<slug:slug>/", views.product_detail, name="product"),
     path("carrito/", views.cart_view, name="cart"),
     path("carrito/agregar/<slug:slug>/", views.cart_add, name="cart_add"),

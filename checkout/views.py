@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from checkout.cart import Cart, CartError
 from checkout.forms import CheckoutForm, PaymentAttemptForm, QuantityForm
+from checkout.limits import payment_attempts_exceeded
 from checkout.models import Order, OrderStatus, Product
 from checkout.services import (
     CheckoutError,
@@ -54,12 +55,6 @@ def home(request: HttpRequest) -> HttpResponse:
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
     product = get_object_or_404(Product, slug=slug, active=True)
     return render(request, "checkout/product.html", _context(request, product=product))
-
-
-@require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
-    """The process is up and serving requests."""
-    return JsonResponse({"status": "ok"})
 
 
 @require_GET
@@ -172,6 +167,14 @@ def _error(message: str, status: int = 400) -> JsonResponse:
 def pay_attempt(request: HttpRequest, reference: str) -> JsonResponse:
     """CSRF-protected JSON: create the payment of one attempt on the server."""
     order = _own_order(request, reference)
+    if payment_attempts_exceeded(request):
+        return _error(
+            _(
+                "Too many payment attempts from this browser. Please wait a few minutes "
+                "before trying again."
+            ),
+            status=429,
+        )
     data = _json_body(request)
     if data is None:
         return _error(_("The request is not valid JSON."))

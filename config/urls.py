@@ -1,17 +1,29 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
+from django_ratelimit.decorators import ratelimit
 
+from config import views
 from config.security import csp_report
 
 admin.site.site_header = f"{settings.SHOP_NAME} · staff"
 admin.site.site_title = f"{settings.SHOP_NAME} staff"
 admin.site.index_title = "Payments, orders and subscriptions"
+# Password guessing: login POSTs are limited per client address and per username (429 beyond).
+admin.site.login = ratelimit(  # type: ignore[method-assign]
+    key="ip", rate=settings.ADMIN_LOGIN_RATE_PER_ADDRESS, method="POST", block=True
+)(
+    ratelimit(
+        key="post:username", rate=settings.ADMIN_LOGIN_RATE_PER_USER, method="POST", block=True
+    )(admin.site.login)
+)
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("webhooks/", include("webhooks.urls")),
     path("csp-report/", csp_report, name="csp_report"),
+    path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
     path("", include("checkout.urls")),
 ]

@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "csp",
+    "django_ratelimit",
     "payments",
     "checkout",
     "webhooks",
@@ -45,6 +46,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_ratelimit.middleware.RatelimitMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -194,6 +196,19 @@ PAYMENTS_READ_TIMEOUT = float(env_str("PAYMENTS_READ_TIMEOUT", "15"))
 # images, frames); empty: the origin of PAYMENTS_API_BASE_URL.
 PAYMENTS_FRAME_ORIGINS = env_list("PAYMENTS_FRAME_ORIGINS", [])
 CONTENT_SECURITY_POLICY = content_security_policy(report_uri="/csp-report/")
+
+# Abuse limits (counted in the cache: Redis when REDIS_URL is set). Rates are "count/period",
+# period s, m, h or d with an optional multiplier ("8/10m").
+SHOP_PAY_ATTEMPTS_PER_SESSION = env_str("SHOP_PAY_ATTEMPTS_PER_SESSION", "8/10m")
+SHOP_PAY_ATTEMPTS_PER_ADDRESS = env_str("SHOP_PAY_ATTEMPTS_PER_ADDRESS", "30/10m")
+ADMIN_LOGIN_RATE_PER_ADDRESS = env_str("ADMIN_LOGIN_RATE_PER_ADDRESS", "10/5m")
+ADMIN_LOGIN_RATE_PER_USER = env_str("ADMIN_LOGIN_RATE_PER_USER", "5/5m")
+RATELIMIT_VIEW = "config.views.ratelimited"
+# Behind a proxy, the header that carries the client's address (e.g. HTTP_X_REAL_IP).
+RATELIMIT_IP_META_KEY = env_str("SHOP_CLIENT_IP_HEADER") or None
+if not REDIS_URL:
+    # The demo's file cache counts well enough on one machine; production uses Redis.
+    SILENCED_SYSTEM_CHECKS = ["django_ratelimit.E003", "django_ratelimit.W001"]
 
 # The webhook receiver and its processing.
 WEBHOOKS_MAX_BODY_BYTES = env_int("WEBHOOKS_MAX_BODY_BYTES", 4096)
