@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
+from django.views.decorators.debug import sensitive_variables
 
 from checkout.cart import Cart
 from checkout.models import Order, OrderItem, OrderStatus, Product
@@ -324,6 +325,7 @@ def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
     )
 
 
+@sensitive_variables("card_token", "prevention_data")
 def order_pay(
     *,
     order: Order,

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
+from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from checkout.cart import Cart, CartError
@@ -163,6 +164,8 @@ def _error(message: str, status: int = 400) -> JsonResponse:
     return JsonResponse({"result": "error", "message": message}, status=status)
 
 
+@sensitive_variables("data", "form")
+@sensitive_post_parameters()
 @require_POST
 def pay_attempt(request: HttpRequest, reference: str) -> JsonResponse:
     """CSRF-protected JSON: create the payment of one attempt on the server."""

@@ -20,6 +20,8 @@ from typing import Any
 import requests
 import simplejson
 from django.conf import settings
+from django.utils.decorators import method_decorator
+from django.views.decorators.debug import sensitive_variables
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, MaxRetryError
 from urllib3.response import BaseHTTPResponse
@@ -139,6 +141,7 @@ class PaymentsClient:
 
     # --- Operations -------------------------------------------------------------------------
 
+    @method_decorator(sensitive_variables("number", "cvv", "body"))
     def create_card_token(
         self, *, number: str, exp_month: str, exp_year: str, cvv: str, holder_name: str
     ) -> CardToken:
@@ -157,6 +160,7 @@ class PaymentsClient:
         )
         return CardToken.from_json(data)
 
+    @method_decorator(sensitive_variables("body"))
     def create_payment(self, *, body: dict[str, Any], idempotency_key: str) -> ProviderPayment:
         """POST /payments. Retried only with the same key; `OutcomeUnknown` if no answer came."""
         data = self._call("POST", "/payments", body=body, idempotency_key=idempotency_key)

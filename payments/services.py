@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.views.decorators.debug import sensitive_variables
 
 from payments.client import get_client, new_idempotency_key
 from payments.errors import (
@@ -217,6 +218,7 @@ def payment_apply(
 # --- Create --------------------------------------------------------------------------------
 
 
+@sensitive_variables("card_token", "body")
 def payment_create(
     *,
     external_reference: str,
