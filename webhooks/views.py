@@ -12,6 +12,7 @@ import logging
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.debug import sensitive_variables
 
 from webhooks.notifications import InvalidNotification, parse_notification
 from webhooks.services import webhook_receive
@@ -38,6 +39,7 @@ def _client_address(request: HttpRequest) -> str | None:
 
 
 @csrf_exempt
+@sensitive_variables("token", "expected")
 def payment_notification(request: HttpRequest, token: str) -> JsonResponse:
     expected = settings.PAYMENTS_WEBHOOK_TOKEN
     if not expected or not hmac.compare_digest(token.encode(), expected.encode()):

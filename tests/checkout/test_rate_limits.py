@@ -1,0 +1,397 @@
+"""Abuse limits of the payment endpoint (checkout/limits.py): card testing is many payment
+attempts from one browser session or one client address. Over either limit the attempt is
+answered 429 with a readable message, before anything reaches the provider or the database.
+
+Counts live in the real cache (Redis when REDIS_URL is set). The rate limiter's clock is pinned
+(`clock`) so that a window never ends in the middle of a test, and moved on to prove that
+attempts work again once it has.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import django_ratelimit.core
+import pytest
+from django.core.cache import cache
+from django.test import Client
+from django.urls import reverse
+
+from checkout.models import Order, OrderStatus, Product
+from payments.client import PaymentsClient
+from payments.models import Payment
+from tests.checkout.conftest import make_order, own, shopper
+from tests.support import DECLINED, VISA, Api
+
+pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
+
+REFUSAL = {
+    "es": (
+        "Demasiados intentos de pago desde este navegador. Espera unos minutos antes de "
+        "intentarlo de nuevo."
+    ),
+    "en": (
+        "Too many payment attempts from this browser. Please wait a few minutes before "
+        "trying again."
+    ),
+}
+# A day boundary: every window of a minute or an hour starts within the day that follows.
+PINNED = 1_900_000_000 - 1_900_000_000 % 86_400
+
+
+# --- Fixtures and helpers -----------------------------------------------------------------------
+
+
+class Clock:
+    """The rate limiter's idea of now (django_ratelimit reads `time.time()` for its windows)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """Windows are computed from a pinned clock: no window ends unless the test moves it."""
+    pinned = Clock(PINNED)
+    monkeypatch.setattr(django_ratelimit.core, "time", pinned)
+    return pinned
+
+
+@pytest.fixture
+def shop(provider: Api, settings: Any, clock: Clock) -> Api:
+    """The shop on the live sandbox, with small limits: 3 attempts a minute per session, 5 per
+    address."""
+    settings.PAYMENTS_CAPTURE_METHOD = "automatic"
+    settings.PAYMENTS_WEBHOOK_TOKEN = ""
+    settings.SHOP_PAY_ATTEMPTS_PER_SESSION = "3/m"
+    settings.SHOP_PAY_ATTEMPTS_PER_ADDRESS = "5/m"
+    settings.RATELIMIT_IP_META_KEY = None
+    return provider
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every request the shop sends to the provider, as (method, path); they still go out."""
+    sent: list[tuple[str, str]] = []
+    original = PaymentsClient._call
+
+    def spy(self: PaymentsClient, method: str, path: str, **kwargs: Any) -> Any:
+        sent.append((method, path))
+        return original(self, method, path, **kwargs)
+
+    monkeypatch.setattr(PaymentsClient, "_call", spy)
+    return sent
+
+
+@pytest.fixture
+def product(make_product: Callable[..., Product]) -> Product:
+    return make_product("taza", price="289.00", stock=50, name="Taza de talavera")
+
+
+def browser_with_order(product: Product, address: str = "198.51.100.10", **meta: Any) -> Client:
+    """A browser (own session) at `address` that placed an order of one product."""
+    client = shopper(REMOTE_ADDR=address, **meta)
+    own(client, make_order((product, 1)))
+    return client
+
+
+def order_of(client: Client) -> Order:
+    return Order.objects.get(reference=client.session["orders"][-1])
+
+
+def attempt(client: Client, card_token: str = "tok_not_checked", **headers: Any) -> Any:
+    """One payment attempt for the browser's latest order (a complete, well-formed body)."""
+    body = {
+        "card_token": card_token,
+        "attempt_id": uuid.uuid4().hex,
+        "session_id": "sess_rate_limits",
+        "user_agent": "pytest",
+    }
+    return client.post(
+        reverse("checkout:pay_attempt", args=[order_of(client).reference]),
+        data=json.dumps(body),
+        content_type="application/json",
+        **headers,
+    )
+
+
+def junk_attempt(client: Client, **headers: Any) -> Any:
+    """An attempt whose body is not JSON: refused (400) without the provider, yet counted."""
+    response = client.post(
+        reverse("checkout:pay_attempt", args=[order_of(client).reference]),
+        data="{not json",
+        content_type="application/json",
+        **headers,
+    )
+    assert response.status_code == 400, response.content
+    return response
+
+
+def assert_limited(response: Any, language: str = "es") -> None:
+    """429 with the readable message in the shopper's language."""
+    assert response.status_code == 429, response.content
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json() == {"result": "error", "message": REFUSAL[language]}
+
+
+def card(provider: Api, number: str = VISA) -> str:
+    return provider.card_token(number)["id"]
+
+
+# --- Per session --------------------------------------------------------------------------------
+
+
+def test_attempts_over_the_session_limit_are_refused_before_the_provider(
+    shop: Api, product: Product, calls: list[tuple[str, str]]
+) -> None:
+    """Given a browser that made its 3 attempts (declined cards, each sent to the provider),
+    when it attempts again with a good card, then it gets 429 with a readable message, the
+    provider is not called, no payment row is written and the order is not paid."""
+    browser = browser_with_order(product)
+    for _ in range(3):
+        response = attempt(browser, card(shop, DECLINED))
+        assert response.status_code == 200, response.content
+        assert response.json()["result"] == "rejected"
+    sent_before = list(calls)
+    rows_before = Payment.objects.count()
+    status_before = order_of(browser).status
+    assert status_before == OrderStatus.PAYMENT_FAILED  # declined, and still payable
+    assert sent_before.count(("POST", "/payments")) == 3
+
+    refused = attempt(browser, card(shop, VISA))
+    again = attempt(browser, card(shop, VISA))
+
+    assert_limited(refused)
+    assert_limited(again)
+    assert calls == sent_before
+    assert Payment.objects.count() == rows_before
+    assert order_of(browser).status == status_before
+    assert len(shop.payments()) == 3
+
+
+@pytest.mark.parametrize("language", ["es", "en"])
+def test_the_refusal_speaks_the_shoppers_language(
+    shop: Api, product: Product, calls: list[tuple[str, str]], language: str
+) -> None:
+    """Given a browser whose language is `language` and that used up its attempts (with bodies
+    that are not even JSON: every attempt counts, so probing costs the same), when it attempts
+    again, then the 429 message is in its language and the provider is not called."""
+    browser = browser_with_order(product, HTTP_ACCEPT_LANGUAGE=language)
+    for _ in range(3):
+        junk_attempt(browser)
+
+    response = attempt(browser, card(shop))
+
+    assert_limited(response, language)
+    assert calls == []
+    assert Payment.objects.count() == 0
+
+
+@pytest.mark.parametrize(("rate", "allowed"), [("1/m", 1), ("2/h", 2), ("4/10m", 4)])
+def test_the_session_limit_is_the_configured_rate(
+    shop: Api, product: Product, settings: Any, rate: str, allowed: int
+) -> None:
+    """Given SHOP_PAY_ATTEMPTS_PER_SESSION = `rate` (the address limit out of the way), when a
+    browser attempts repeatedly, then exactly `allowed` attempts pass and the next is 429."""
+    settings.SHOP_PAY_ATTEMPTS_PER_SESSION = rate
+    settings.SHOP_PAY_ATTEMPTS_PER_ADDRESS = "100/m"
+    browser = browser_with_order(product)
+
+    for _ in range(allowed):
+        junk_attempt(browser)
+
+    assert_limited(attempt(browser))
+
+
+def test_another_browser_at_another_address_is_not_limited(
+    shop: Api, product: Product, calls: list[tuple[str, str]]
+) -> None:
+    """Given a browser that is over its limit, when a different browser from a different
+    address pays its own order, then it is not limited: the payment is made."""
+    limited = browser_with_order(product, "198.51.100.10")
+    for _ in range(3):
+        junk_attempt(limited)
+    assert_limited(attempt(limited))
+
+    other = browser_with_order(product, "198.51.100.20")
+    response = attempt(other, card(shop))
+
+    assert response.status_code == 200, response.content
+    assert response.json()["result"] == "approved"
+    assert calls.count(("POST", "/payments")) == 1
+    assert order_of(other).status == OrderStatus.PAID
+
+
+# --- Per address --------------------------------------------------------------------------------
+
+
+def test_the_address_limit_spans_browser_sessions(
+    shop: Api, product: Product, calls: list[tuple[str, str]]
+) -> None:
+    """Given one address (REMOTE_ADDR) whose browsers made 5 attempts between them, none over
+    its own session limit, when a fresh browser at that address attempts, then it is 429 at
+    once and nothing is sent; a browser at another address is unaffected."""
+    address = "198.51.100.30"
+    first, second = browser_with_order(product, address), browser_with_order(product, address)
+    for _ in range(3):
+        junk_attempt(first)
+    for _ in range(2):
+        junk_attempt(second)
+
+    fresh = browser_with_order(product, address)
+    refused_fresh = attempt(fresh, card(shop))
+    refused_second = attempt(second, card(shop))  # its 3rd: within its session limit
+
+    assert_limited(refused_fresh)
+    assert_limited(refused_second)
+    assert calls == []
+    assert Payment.objects.count() == 0
+
+    elsewhere = browser_with_order(product, "198.51.100.31")
+    assert attempt(elsewhere, card(shop)).json()["result"] == "approved"
+
+
+def test_a_new_session_for_each_attempt_does_not_escape_the_address_limit(
+    shop: Api, product: Product, calls: list[tuple[str, str]]
+) -> None:
+    """Given a card tester who starts a fresh session (and order) for every attempt from one
+    address, when the 6th attempt comes, then it is refused: sessions are free, addresses
+    are not."""
+    address = "198.51.100.40"
+    for _ in range(5):
+        junk_attempt(browser_with_order(product, address))
+
+    response = attempt(browser_with_order(product, address), card(shop))
+
+    assert_limited(response)
+    assert calls == []
+
+
+def test_addresses_of_one_ipv6_network_share_the_limit(
+    shop: Api, product: Product, calls: list[tuple[str, str]]
+) -> None:
+    """Given attempts from 5 different IPv6 addresses of one /64 (one customer's network, where
+    rotating addresses is free), when a 6th address of it attempts, then it is limited; an
+    address of another /64 is not."""
+    for host in range(1, 6):
+        junk_attempt(browser_with_order(product, f"2001:db8:1:2::{host}"))
+
+    refused = attempt(browser_with_order(product, "2001:db8:1:2:ffff::9"), card(shop))
+    allowed = attempt(browser_with_order(product, "2001:db8:1:3::1"), card(shop))
+
+    assert_limited(refused)
+    assert allowed.json()["result"] == "approved"
+    assert calls.count(("POST", "/payments")) == 1
+
+
+def test_the_address_limit_is_the_configured_rate(
+    shop: Api, product: Product, settings: Any
+) -> None:
+    """Given SHOP_PAY_ATTEMPTS_PER_ADDRESS = "2/m", when two browsers of one address attempt
+    once each, then a third browser there is limited at its first attempt."""
+    settings.SHOP_PAY_ATTEMPTS_PER_ADDRESS = "2/m"
+    for _ in range(2):
+        junk_attempt(browser_with_order(product, "198.51.100.50"))
+
+    assert_limited(attempt(browser_with_order(product, "198.51.100.50")))
+
+
+# --- After the window ---------------------------------------------------------------------------
+
+
+def test_attempts_work_again_after_the_window(
+    shop: Api, product: Product, clock: Clock, calls: list[tuple[str, str]]
+) -> None:
+    """Given a browser over its limit, when the window (a minute) has passed, then its next
+    attempt is taken: the payment is made."""
+    browser = browser_with_order(product)
+    for _ in range(3):
+        junk_attempt(browser)
+    assert_limited(attempt(browser))
+
+    clock.advance(60)  # every window of a minute has ended: each count starts again
+    response = attempt(browser, card(shop))
+
+    assert response.status_code == 200, response.content
+    assert response.json()["result"] == "approved"
+    assert calls.count(("POST", "/payments")) == 1
+
+
+def test_attempts_work_again_once_the_counts_are_gone(
+    shop: Api, product: Product, calls: list[tuple[str, str]]
+) -> None:
+    """Given a browser over its limit, when the counts expire from the cache (cleared here),
+    then its next attempt is taken."""
+    browser = browser_with_order(product)
+    for _ in range(3):
+        junk_attempt(browser)
+    assert_limited(attempt(browser))
+
+    cache.clear()
+    response = attempt(browser, card(shop))
+
+    assert response.json()["result"] == "approved"
+    assert calls.count(("POST", "/payments")) == 1
+
+
+# --- Behind a proxy -----------------------------------------------------------------------------
+
+
+def test_behind_a_proxy_the_configured_header_is_the_counted_address(
+    shop: Api, product: Product, settings: Any, calls: list[tuple[str, str]]
+) -> None:
+    """Given RATELIMIT_IP_META_KEY = "HTTP_X_REAL_IP" (every request arrives from the proxy),
+    when one client (X-Real-IP) attempts 5 times through one proxy, then its next attempt is
+    limited even through another proxy, and another client behind the same proxy is not."""
+    settings.RATELIMIT_IP_META_KEY = "HTTP_X_REAL_IP"
+    proxy, other_proxy = "10.0.0.2", "10.0.0.3"
+    for _ in range(5):
+        junk_attempt(browser_with_order(product, proxy, HTTP_X_REAL_IP="203.0.113.7"))
+
+    same_client = attempt(
+        browser_with_order(product, other_proxy, HTTP_X_REAL_IP="203.0.113.7"), card(shop)
+    )
+    other_client = attempt(
+        browser_with_order(product, proxy, HTTP_X_REAL_IP="203.0.113.8"), card(shop)
+    )
+
+    assert_limited(same_client)
+    assert other_client.json()["result"] == "approved"
+    assert calls.count(("POST", "/payments")) == 1
+
+
+def test_without_a_proxy_a_forged_header_does_not_escape_the_limit(
+    shop: Api, product: Product, calls: list[tuple[str, str]]
+) -> None:
+    """Given no proxy configured (RATELIMIT_IP_META_KEY unset), when a client at one address
+    sends a different X-Real-IP / X-Forwarded-For with every attempt, then REMOTE_ADDR is what
+    is counted: its 6th attempt is limited."""
+    for n in range(5):
+        forged = f"192.0.2.{n + 1}"
+        junk_attempt(
+            browser_with_order(
+                product, "198.51.100.60", HTTP_X_REAL_IP=forged, HTTP_X_FORWARDED_FOR=forged
+            )
+        )
+
+    response = attempt(
+        browser_with_order(
+            product,
+            "198.51.100.60",
+            HTTP_X_REAL_IP="192.0.2.99",
+            HTTP_X_FORWARDED_FOR="192.0.2.99",
+        ),
+        card(shop),
+    )
+
+    assert_limited(response)
+    assert calls == []

@@ -1,0 +1,792 @@
+"""CSRF protection of every route, found by walking the URL resolver: a POST without the token
+(the CSRF cookie present, as a forged cross-site form would have it) is refused with 403 and
+changes nothing; the same POST with the token is accepted. Only the provider's webhook receiver
+and the browsers' CSP report endpoint are exempt.
+
+Each route has a case below (who posts, where, with what, and what the accepted POST does). A
+route added without a case fails `test_every_route_has_a_case`, so none is left unexamined.
+Browsers are `Client(enforce_csrf_checks=True)`; the provider is "down" (a spy on the client's
+transport records each call and lets none out), so a request that would have acted on the
+provider shows up as a call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.conf import settings
+from django.contrib.admin.models import LogEntry
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.contrib.contenttypes.models import ContentType
+from django.core.cache import cache
+from django.db.models import Model
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
+
+from checkout.models import Order, OrderItem, Product
+from payments.client import PaymentsClient
+from payments.errors import ProviderUnavailable
+from payments.models import (
+    CaptureMethod,
+    Payment,
+    PaymentEvent,
+    PaymentStatus,
+    Refund,
+    Subscription,
+)
+from tests.checkout.conftest import CUSTOMER, make_order, own
+from webhooks.models import WebhookEvent, WebhookState
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "a-long-test-password"
+NEW_PASSWORD = "another-long-password-2026"
+WEBHOOK_TOKEN = "csrf-tests-webhook-token"
+WEBHOOK_ROUTE = "webhooks/payments/<str:token>/"
+CSP_ROUTE = "csp-report/"
+# Exempt by design: the provider's server posts notifications (authenticated by the secret
+# token in the address, and never acted on without refetching the payment), and browsers post
+# CSP violation reports (only logged) without cookies or tokens. Neither can carry a CSRF token.
+EXEMPT = {WEBHOOK_ROUTE, CSP_ROUTE}
+STATE = [
+    Product,
+    Order,
+    OrderItem,
+    Payment,
+    PaymentEvent,
+    Refund,
+    Subscription,
+    WebhookEvent,
+    LogEntry,
+    Group,
+    settings.AUTH_USER_MODEL,
+]
+
+
+# --- The resolver -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Route:
+    route: str
+    view: Callable[..., Any]
+
+
+def _walk(patterns: list[Any], prefix: str = "") -> Iterator[Route]:
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _walk(pattern.url_patterns, prefix + str(pattern.pattern))
+        elif isinstance(pattern, URLPattern):
+            yield Route(prefix + str(pattern.pattern), pattern.callback)
+
+
+def routes() -> list[Route]:
+    """Every route of the project, by its full pattern (e.g. "pedidos/<str:reference>/")."""
+    return list(_walk(get_resolver().url_patterns))
+
+
+# --- The world the routes act on ----------------------------------------------------------------
+
+
+@dataclass
+class World:
+    product: Product
+    spare_product: Product
+    order: Order
+    waiting_order: Order
+    held: Payment
+    paid: Payment
+    subscription: Subscription
+    event: WebhookEvent
+    root: Any
+    spare_user: Any
+    group: Group
+    calls: list[tuple[str, str]]
+    clients: dict[str, Client] = field(default_factory=dict)
+
+    def client(self, who: str) -> Client:
+        """The browser of `who` (shop: the shopper; staff: a superuser; anonymous), opened on
+        first use and holding the CSRF cookie."""
+        if who not in self.clients:
+            self.clients[who] = self._open(who)
+        return self.clients[who]
+
+    def _open(self, who: str) -> Client:
+        if who == "staff":
+            return _browser(reverse("admin:index"), self.root)
+        if who == "anonymous":
+            return _browser(reverse("admin:login"))
+        shop = Client(enforce_csrf_checks=True, SERVER_NAME="localhost")
+        own(shop, self.order)
+        own(shop, self.waiting_order)
+        session = shop.session
+        session["cart"] = {str(self.product.pk): 2}
+        session.save()
+        assert shop.get(reverse("checkout:cart")).status_code == 200
+        assert shop.cookies["csrftoken"].value
+        return shop
+
+    def cart(self) -> dict[str, int]:
+        return dict(self.client("shop").session.get("cart") or {})
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    """No rate-limit count (payment attempts, admin logins) carried between tests."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every request the shop tries to send to the provider; none gets out (provider down)."""
+    sent: list[tuple[str, str]] = []
+
+    def down(self: PaymentsClient, method: str, path: str, **kwargs: Any) -> Any:
+        sent.append((method, path))
+        raise ProviderUnavailable("the provider is down in this test")
+
+    monkeypatch.setattr(PaymentsClient, "_call", down)
+    return sent
+
+
+@pytest.fixture
+def rejections() -> Iterator[list[str]]:
+    """The CSRF rejections Django reports (logger django.security.csrf), one per refusal."""
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    handler = Collect(level=logging.WARNING)
+    logger = logging.getLogger("django.security.csrf")
+    logger.addHandler(handler)
+    yield seen
+    logger.removeHandler(handler)
+
+
+def _payment(reference: str, status: str, **fields: Any) -> Payment:
+    amount = Decimal("250.00")
+    values: dict[str, Any] = {
+        "external_reference": reference,
+        "idempotency_key": uuid.uuid4().hex,
+        "capture_method": CaptureMethod.MANUAL,
+        "status": status,
+        "amount": amount,
+        "captured_amount": amount if status == PaymentStatus.APPROVED else Decimal("0"),
+        "provider_id": str(uuid.uuid4()),
+        "authorized_at": timezone.now(),
+        **fields,
+    }
+    return Payment.objects.create(**values)
+
+
+def _browser(warm_up: str, user: Any = None) -> Client:
+    """A CSRF-checking browser that has opened a page, and so holds the CSRF cookie."""
+    client = Client(enforce_csrf_checks=True, SERVER_NAME="localhost")
+    if user is not None:
+        client.force_login(user)
+    assert client.get(warm_up).status_code == 200
+    assert client.cookies["csrftoken"].value
+    return client
+
+
+@pytest.fixture
+def world(settings: Any, calls: list[tuple[str, str]], django_user_model: Any) -> World:
+    settings.PAYMENTS_WEBHOOK_TOKEN = WEBHOOK_TOKEN
+    product = Product.objects.create(
+        slug="taza", name="Taza de talavera", price=Decimal("289.00"), stock=10
+    )
+    spare_product = Product.objects.create(
+        slug="plato", name="Plato de barro", price=Decimal("150.00"), stock=5
+    )
+    order = make_order((product, 1))
+    waiting_order = make_order((product, 1))
+    _payment(waiting_order.reference, PaymentStatus.PENDING, capture_method="automatic")
+    root = django_user_model.objects.create_superuser("root", "root@example.com", PASSWORD)
+    return World(
+        product=product,
+        spare_product=spare_product,
+        order=order,
+        waiting_order=waiting_order,
+        held=_payment("ORD-HELD1", PaymentStatus.AUTHORIZED),
+        paid=_payment("ORD-PAID1", PaymentStatus.APPROVED),
+        subscription=Subscription.objects.create(
+            provider_id=str(uuid.uuid4()),
+            price_id="price_cafe_mensual",
+            customer_email="maria@example.com",
+            status="active",
+        ),
+        event=WebhookEvent.objects.create(
+            provider_payment_id=str(uuid.uuid4()),
+            event_type="UPDATE",
+            state=WebhookState.FAILED,
+            attempts=3,
+            last_error="Gave up after retries.",
+        ),
+        root=root,
+        spare_user=django_user_model.objects.create_user("spare", password=PASSWORD),
+        group=Group.objects.create(name="spare-group"),
+        calls=calls,
+    )
+
+
+def snapshot(world: World) -> dict[str, Any]:
+    """Everything a POST could change: every row of the shop's tables, the browsers' sessions
+    and language cookies, and the provider calls."""
+    state: dict[str, Any] = {}
+    for model in STATE:
+        model_class: type[Model] = apps.get_model(model) if isinstance(model, str) else model
+        state[model_class.__name__] = list(model_class._default_manager.order_by("pk").values())
+    for who, client in world.clients.items():
+        state[f"session:{who}"] = dict(client.session.items())
+        cookie = client.cookies.get(settings.LANGUAGE_COOKIE_NAME)
+        state[f"language:{who}"] = cookie.value if cookie else None
+    state["provider calls"] = list(world.calls)
+    return state
+
+
+# --- What each route is posted, and what the accepted POST does ---------------------------------
+
+
+Build = Callable[[World], Any]
+Effect = Callable[[World, Any], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    url: Build
+    data: Build = lambda w: {}
+    who: str = "staff"
+    json: bool = False
+    effect: Effect | None = None
+    # GET-only views: the middleware refuses the POST first; with the token, the view's 405.
+    get_only: bool = False
+    # Read-only admins: with the token, the admin's own PermissionDenied (even for a superuser).
+    denied: bool = False
+
+
+def called(method: str, path: Build) -> Effect:
+    def check(world: World, response: Any) -> None:
+        assert (method, path(world)) in world.calls, world.calls
+
+    return check
+
+
+def gone(obj: Build) -> Effect:
+    def check(world: World, response: Any) -> None:
+        target = obj(world)
+        assert not type(target).objects.filter(pk=target.pk).exists()
+
+    return check
+
+
+def admin(name: str, *args: Build) -> Build:
+    return lambda w: reverse(f"admin:{name}", args=[arg(w) for arg in args])
+
+
+def changelist_action(action: str, obj: Build, **extra: str) -> Build:
+    return lambda w: {"action": action, "index": "0", "_selected_action": [obj(w).pk], **extra}
+
+
+def _logged_in_as(who: str, expected: Build | None) -> Effect:
+    def check(world: World, response: Any) -> None:
+        user_id = world.client(who).session.get("_auth_user_id")
+        assert user_id == (str(expected(world).pk) if expected else None)
+
+    return check
+
+
+def _cart_is(quantity: int | None) -> Effect:
+    def check(world: World, response: Any) -> None:
+        assert world.cart().get(str(world.product.pk)) == quantity, world.cart()
+
+    return check
+
+
+def _password_is(user: Build, password: str) -> Effect:
+    def check(world: World, response: Any) -> None:
+        target = user(world)
+        target.refresh_from_db()
+        assert target.check_password(password)
+
+    return check
+
+
+def _state_of_event(state: str) -> Effect:
+    def check(world: World, response: Any) -> None:
+        world.event.refresh_from_db()
+        assert world.event.state == state
+
+    return check
+
+
+def _exists(model: type[Model], **lookup: Any) -> Effect:
+    def check(world: World, response: Any) -> None:
+        assert model._default_manager.filter(**lookup).exists()
+
+    return check
+
+
+def _language_is(language: str) -> Effect:
+    def check(world: World, response: Any) -> None:
+        assert world.client("shop").cookies[settings.LANGUAGE_COOKIE_NAME].value == language
+
+    return check
+
+
+def _orders_placed(count: int) -> Effect:
+    def check(world: World, response: Any) -> None:
+        assert Order.objects.count() == count, response
+
+    return check
+
+
+def _model_admin(app_model: str, obj: Build, *, denied: bool) -> dict[str, Case]:
+    """The routes every ModelAdmin has; `denied` for the admins that never add, change or delete
+    (payments, subscriptions, webhook events)."""
+    base = f"admin/{app_model.replace('_', '/', 1)}/"
+    name = app_model
+    cases = {
+        f"{base}add/": Case(admin(f"{name}_add"), denied=denied),
+        f"{base}<path:object_id>/history/": Case(admin(f"{name}_history", lambda w: obj(w).pk)),
+        f"{base}<path:object_id>/delete/": Case(
+            admin(f"{name}_delete", lambda w: obj(w).pk),
+            lambda w: {"post": "yes"},
+            denied=denied,
+        ),
+        f"{base}<path:object_id>/change/": Case(
+            admin(f"{name}_change", lambda w: obj(w).pk),
+            lambda w: {"status": "approved", "state": "processed"},
+            denied=denied,
+        ),
+        # RedirectView to the change page: a POST is answered like a GET.
+        f"{base}<path:object_id>/": Case(lambda w: f"/{base}{obj(w).pk}/"),
+    }
+    return cases
+
+
+def _waiting_payment(w: World) -> Payment:
+    return Payment.objects.get(external_reference=w.waiting_order.reference)
+
+
+def _product_form(w: World) -> dict[str, str]:
+    return {
+        "slug": "jarro",
+        "name": "Jarro de barro",
+        "name_en": "Clay jug",
+        "price": "120.00",
+        "stock": "3",
+        "active": "on",
+        "image": "",
+    }
+
+
+CASES: dict[str, Case] = {
+    # --- Admin site --------------------------------------------------------------------------
+    "admin/": Case(admin("index")),
+    "admin/login/": Case(
+        admin("login"),
+        lambda w: {"username": "root", "password": PASSWORD, "next": "/admin/"},
+        who="anonymous",
+        effect=_logged_in_as("anonymous", lambda w: w.root),
+    ),
+    "admin/logout/": Case(admin("logout"), effect=_logged_in_as("staff", None)),
+    "admin/password_change/": Case(
+        admin("password_change"),
+        lambda w: {
+            "old_password": PASSWORD,
+            "new_password1": NEW_PASSWORD,
+            "new_password2": NEW_PASSWORD,
+        },
+        effect=_password_is(lambda w: w.root, NEW_PASSWORD),
+    ),
+    "admin/password_change/done/": Case(admin("password_change_done")),
+    "admin/autocomplete/": Case(admin("autocomplete")),
+    "admin/jsi18n/": Case(admin("jsi18n")),
+    "admin/r/<path:content_type_id>/<path:object_id>/": Case(
+        lambda w: reverse(
+            "admin:view_on_site",
+            args=[ContentType.objects.get_for_model(Product).pk, w.product.pk],
+        )
+    ),
+    "admin/^(?P<app_label>auth|payments|checkout|webhooks)/$": Case(
+        lambda w: reverse("admin:app_list", kwargs={"app_label": "payments"})
+    ),
+    "admin/(?P<url>.*)$": Case(lambda w: "/admin/nowhere/"),
+    # auth
+    "admin/auth/group/": Case(
+        admin("auth_group_changelist"),
+        changelist_action("delete_selected", lambda w: w.group, post="yes"),
+        effect=gone(lambda w: w.group),
+    ),
+    **_model_admin("auth_group", lambda w: w.group, denied=False),
+    "admin/auth/group/add/": Case(
+        admin("auth_group_add"),
+        lambda w: {"name": "new-group"},
+        effect=_exists(Group, name="new-group"),
+    ),
+    "admin/auth/group/<path:object_id>/delete/": Case(
+        admin("auth_group_delete", lambda w: w.group.pk),
+        lambda w: {"post": "yes"},
+        effect=gone(lambda w: w.group),
+    ),
+    "admin/auth/group/<path:object_id>/change/": Case(
+        admin("auth_group_change", lambda w: w.group.pk),
+        lambda w: {"name": "renamed-group"},
+        effect=_exists(Group, name="renamed-group"),
+    ),
+    "admin/auth/user/": Case(
+        admin("auth_user_changelist"),
+        changelist_action("delete_selected", lambda w: w.spare_user, post="yes"),
+        effect=gone(lambda w: w.spare_user),
+    ),
+    **_model_admin("auth_user", lambda w: w.spare_user, denied=False),
+    "admin/auth/user/add/": Case(
+        admin("auth_user_add"),
+        lambda w: {
+            "username": "newbie",
+            "usable_password": "true",
+            "password1": NEW_PASSWORD,
+            "password2": NEW_PASSWORD,
+        },
+        effect=_exists(get_user_model(), username="newbie"),
+    ),
+    "admin/auth/user/<path:object_id>/delete/": Case(
+        admin("auth_user_delete", lambda w: w.spare_user.pk),
+        lambda w: {"post": "yes"},
+        effect=gone(lambda w: w.spare_user),
+    ),
+    "admin/auth/user/<id>/password/": Case(
+        admin("auth_user_password_change", lambda w: w.spare_user.pk),
+        lambda w: {
+            "usable_password": "true",
+            "password1": NEW_PASSWORD,
+            "password2": NEW_PASSWORD,
+        },
+        effect=_password_is(lambda w: w.spare_user, NEW_PASSWORD),
+    ),
+    # payments
+    "admin/payments/payment/<int:pk>/capture/": Case(
+        admin("payments_payment_capture", lambda w: w.held.pk),
+        lambda w: {"amount": "250.00"},
+        effect=called("PATCH", lambda w: f"/payments/{w.held.provider_id}"),
+    ),
+    "admin/payments/payment/<int:pk>/cancel/": Case(
+        admin("payments_payment_cancel", lambda w: w.held.pk),
+        effect=called("PATCH", lambda w: f"/payments/{w.held.provider_id}"),
+    ),
+    "admin/payments/payment/<int:pk>/refund/": Case(
+        admin("payments_payment_refund", lambda w: w.paid.pk),
+        lambda w: {"amount": "10.00", "reason": "devolución"},
+        effect=called("POST", lambda w: "/refunds"),
+    ),
+    "admin/payments/payment/<int:pk>/refresh/": Case(
+        admin("payments_payment_refresh", lambda w: w.held.pk),
+        effect=called("GET", lambda w: f"/payments/{w.held.provider_id}"),
+    ),
+    "admin/payments/payment/": Case(
+        admin("payments_payment_changelist"),
+        changelist_action("capture_selected", lambda w: w.held),
+        effect=called("PATCH", lambda w: f"/payments/{w.held.provider_id}"),
+    ),
+    **_model_admin("payments_payment", lambda w: w.held, denied=True),
+    "admin/payments/subscription/import/": Case(
+        admin("payments_subscription_import"),
+        lambda w: {"provider_id": "6f1c2a8e-3b4d-4e5f-9a7b-1c2d3e4f5a6b"},
+        effect=called("GET", lambda w: "/subscriptions/6f1c2a8e-3b4d-4e5f-9a7b-1c2d3e4f5a6b"),
+    ),
+    "admin/payments/subscription/": Case(
+        admin("payments_subscription_changelist"),
+        changelist_action("cancel_selected", lambda w: w.subscription, confirmed="yes"),
+        effect=called("PUT", lambda w: f"/subscriptions/{w.subscription.provider_id}"),
+    ),
+    **_model_admin("payments_subscription", lambda w: w.subscription, denied=True),
+    # checkout
+    "admin/checkout/product/": Case(
+        admin("checkout_product_changelist"),
+        changelist_action("delete_selected", lambda w: w.spare_product, post="yes"),
+        effect=gone(lambda w: w.spare_product),
+    ),
+    **_model_admin("checkout_product", lambda w: w.spare_product, denied=False),
+    "admin/checkout/product/add/": Case(
+        admin("checkout_product_add"), _product_form, effect=_exists(Product, slug="jarro")
+    ),
+    "admin/checkout/product/<path:object_id>/delete/": Case(
+        admin("checkout_product_delete", lambda w: w.spare_product.pk),
+        lambda w: {"post": "yes"},
+        effect=gone(lambda w: w.spare_product),
+    ),
+    "admin/checkout/product/<path:object_id>/change/": Case(
+        admin("checkout_product_change", lambda w: w.spare_product.pk),
+        _product_form,
+        effect=_exists(Product, slug="jarro", name="Jarro de barro"),
+    ),
+    # Orders are read-only (no add, no delete, no actions): their change page saves nothing.
+    "admin/checkout/order/": Case(admin("checkout_order_changelist")),
+    **_model_admin("checkout_order", lambda w: w.order, denied=True),
+    "admin/checkout/order/<path:object_id>/change/": Case(
+        admin("checkout_order_change", lambda w: w.order.pk), lambda w: {"status": "paid"}
+    ),
+    # webhooks
+    "admin/webhooks/webhookevent/": Case(
+        admin("webhooks_webhookevent_changelist"),
+        changelist_action("retry_selected", lambda w: w.event),
+        effect=_state_of_event(WebhookState.RECEIVED),
+    ),
+    **_model_admin("webhooks_webhookevent", lambda w: w.event, denied=True),
+    # --- The shop ---------------------------------------------------------------------------
+    "i18n/setlang/": Case(
+        lambda w: reverse("set_language"),
+        lambda w: {"language": "en", "next": "/"},
+        who="shop",
+        effect=_language_is("en"),
+    ),
+    "healthz": Case(lambda w: reverse("healthz"), who="shop", get_only=True),
+    "readyz": Case(lambda w: reverse("readyz"), who="shop", get_only=True),
+    "": Case(lambda w: reverse("checkout:home"), who="shop", get_only=True),
+    "productos/<slug:slug>/": Case(
+        lambda w: reverse("checkout:product", args=[w.product.slug]), who="shop", get_only=True
+    ),
+    "carrito/": Case(lambda w: reverse("checkout:cart"), who="shop", get_only=True),
+    "carrito/agregar/<slug:slug>/": Case(
+        lambda w: reverse("checkout:cart_add", args=[w.product.slug]),
+        lambda w: {"quantity": "1"},
+        who="shop",
+        effect=_cart_is(3),
+    ),
+    "carrito/actualizar/<slug:slug>/": Case(
+        lambda w: reverse("checkout:cart_update", args=[w.product.slug]),
+        lambda w: {"quantity": "5"},
+        who="shop",
+        effect=_cart_is(5),
+    ),
+    "carrito/quitar/<slug:slug>/": Case(
+        lambda w: reverse("checkout:cart_remove", args=[w.product.slug]),
+        who="shop",
+        effect=_cart_is(None),
+    ),
+    "checkout/": Case(
+        lambda w: reverse("checkout:checkout"),
+        lambda w: CUSTOMER,
+        who="shop",
+        effect=_orders_placed(3),
+    ),
+    "pedidos/<str:reference>/": Case(
+        lambda w: reverse("checkout:order", args=[w.order.reference]), who="shop", get_only=True
+    ),
+    "pedidos/<str:reference>/pagar/": Case(
+        lambda w: reverse("checkout:pay", args=[w.order.reference]), who="shop", get_only=True
+    ),
+    "pedidos/<str:reference>/pagos/": Case(
+        lambda w: reverse("checkout:pay_attempt", args=[w.order.reference]),
+        lambda w: {
+            "card_token": "tok_" + uuid.uuid4().hex,
+            "attempt_id": uuid.uuid4().hex,
+            "session_id": "sess_csrf",
+            "user_agent": "pytest",
+        },
+        who="shop",
+        json=True,
+        effect=called("POST", lambda w: "/payments"),
+    ),
+    "pedidos/<str:reference>/estado-pago/": Case(
+        lambda w: reverse("checkout:payment_status", args=[w.waiting_order.reference]),
+        who="shop",
+        effect=called("GET", lambda w: f"/payments/{_waiting_payment(w).provider_id}"),
+    ),
+    # --- Exempt ------------------------------------------------------------------------------
+    WEBHOOK_ROUTE: Case(
+        lambda w: reverse("webhooks:payments", args=[WEBHOOK_TOKEN]),
+        lambda w: {"id": str(uuid.uuid4()), "origin": "payments-api", "event_type": "UPDATE"},
+        who="shop",
+        json=True,
+    ),
+    CSP_ROUTE: Case(
+        lambda w: reverse("csp_report"),
+        lambda w: {
+            "csp-report": {
+                "document-uri": "http://localhost/",
+                "violated-directive": "script-src",
+                "blocked-uri": "https://evil.example/x.js",
+            }
+        },
+        who="shop",
+        json=True,
+    ),
+}
+
+PROTECTED = sorted(route.route for route in routes() if route.route not in EXEMPT)
+
+
+def post(world: World, case: Case, token: str | None) -> Any:
+    """POST the case's request from its browser; with `token` as a real page would send it (in
+    the form, or in the X-CSRFToken header of a JSON request)."""
+    client = world.client(case.who)
+    url = case.url(world)
+    data = dict(case.data(world))
+    if case.json:
+        headers = {"HTTP_X_CSRFTOKEN": token} if token is not None else {}
+        return client.post(url, json.dumps(data), content_type="application/json", **headers)
+    if token is not None:
+        data["csrfmiddlewaretoken"] = token
+    return client.post(url, data)
+
+
+def token_of(world: World, who: str) -> str:
+    return world.client(who).cookies["csrftoken"].value
+
+
+# --- The route table ----------------------------------------------------------------------------
+
+
+def test_every_route_has_a_case() -> None:
+    """Every route the resolver knows has a case here (a new route must be examined), and every
+    case is a route that exists."""
+    assert {route.route for route in routes()} == set(CASES)
+
+
+def test_only_the_webhook_receiver_and_csp_reports_are_exempt() -> None:
+    """Walking the resolver, the views marked csrf_exempt are exactly the provider's webhook
+    receiver and the CSP report endpoint."""
+    exempt = {route.route for route in routes() if getattr(route.view, "csrf_exempt", False)}
+
+    assert exempt == EXEMPT
+
+
+def test_the_csrf_middleware_is_installed() -> None:
+    """CSRF is enforced for every view by the middleware, not view by view."""
+    assert "django.middleware.csrf.CsrfViewMiddleware" in settings.MIDDLEWARE
+
+
+# --- Every protected route ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("route", PROTECTED, ids=lambda route: route or "(home)")
+def test_a_post_without_the_token_is_refused_and_with_it_accepted(
+    world: World,
+    rejections: list[str],
+    django_capture_on_commit_callbacks: Any,
+    route: str,
+) -> None:
+    """Given a browser holding the CSRF cookie (a forged cross-site POST carries it), when it
+    POSTs the route's request without the token, then the answer is 403 from the CSRF check
+    and nothing changes: no row, no session (cart, login), no language cookie, no provider
+    call, nothing queued for after the commit. When it POSTs the same request with its token,
+    then the CSRF check lets it through: not a 403 (except the admins that refuse every add,
+    change or delete, whose 403 is their own PermissionDenied), 405 from GET-only views, and
+    the state-changing routes do what they do."""
+    case = CASES[route]
+    token = token_of(world, case.who)
+    before = snapshot(world)
+
+    with django_capture_on_commit_callbacks() as queued:
+        refused = post(world, case, token=None)
+    after_refusal = snapshot(world)
+    refusals = list(rejections)
+    with django_capture_on_commit_callbacks():
+        accepted = post(world, case, token=token)
+
+    assert refused.status_code == 403
+    assert len(refusals) == 1 and "CSRF" in refusals[0], refusals
+    assert after_refusal == before
+    assert queued == []
+    assert rejections == refusals  # nothing more was refused by the CSRF check
+    if case.denied:
+        assert accepted.status_code == 403
+    elif case.get_only:
+        assert accepted.status_code == 405
+    else:
+        assert accepted.status_code != 403
+        assert accepted.status_code < 500
+    if case.effect is not None:
+        case.effect(world, accepted)
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        "pedidos/<str:reference>/pagos/",
+        "carrito/agregar/<slug:slug>/",
+        "admin/payments/payment/<int:pk>/capture/",
+        "admin/payments/subscription/",
+        "admin/login/",
+    ],
+)
+def test_a_made_up_or_foreign_token_is_refused(
+    world: World, rejections: list[str], route: str
+) -> None:
+    """Given a token that is made up, or one valid for another browser (the attacker's own),
+    when it is sent with the route's POST, then both are 403 and nothing changes."""
+    case = CASES[route]
+    own_token = token_of(world, case.who)
+    attacker = _browser(reverse("admin:login"))
+    foreign = attacker.cookies["csrftoken"].value
+    assert foreign != own_token
+    before = snapshot(world)
+
+    made_up = post(world, case, token="x" * 64)
+    borrowed = post(world, case, token=foreign)
+
+    assert (made_up.status_code, borrowed.status_code) == (403, 403)
+    assert len(rejections) == 2
+    assert snapshot(world) == before
+
+
+# --- The exempt routes --------------------------------------------------------------------------
+
+
+def test_the_webhook_receiver_takes_a_post_without_a_token(
+    world: World, rejections: list[str], django_capture_on_commit_callbacks: Any
+) -> None:
+    """Given the provider's notification (no cookie, no token: it is a server), when it is
+    POSTed to the receiver's secret address, then it is stored (200); at a wrong address,
+    nothing is stored (404)."""
+    case = CASES[WEBHOOK_ROUTE]
+    server = Client(enforce_csrf_checks=True)
+    body = json.dumps(case.data(world))
+
+    with django_capture_on_commit_callbacks():
+        received = server.post(case.url(world), body, content_type="application/json")
+        wrong = server.post(
+            reverse("webhooks:payments", args=["not-the-token"]),
+            body,
+            content_type="application/json",
+        )
+
+    assert received.status_code == 200
+    assert received.json()["status"] == "received"
+    assert wrong.status_code == 404
+    assert WebhookEvent.objects.count() == 2  # the one of the fixture, and this one
+    assert rejections == []
+    assert world.calls == []
+
+
+def test_csp_reports_are_taken_without_a_token_and_only_logged(
+    world: World, rejections: list[str]
+) -> None:
+    """Given a browser's CSP violation report (sent without cookies or token), when it is
+    POSTed, then it is accepted (204) and changes nothing but the log."""
+    case = CASES[CSP_ROUTE]
+    before = snapshot(world)
+    browser = Client(enforce_csrf_checks=True)
+
+    response = browser.post(
+        case.url(world), json.dumps(case.data(world)), content_type="application/csp-report"
+    )
+
+    assert response.status_code == 204
+    assert rejections == []
+    assert snapshot(world) == before
