@@ -34,7 +34,11 @@ def enqueue_processing(payment_id: str) -> bool:
     except Exception as exc:  # Redis down: try the broker anyway, then leave it to the relay
         logger.debug("queued-marker for payment %s not set: %s", payment_id, exc)
     try:
-        current_app.send_task(PROCESS_TASK, args=(payment_id,), retry=False)
+        with current_app.producer_or_acquire() as producer:
+            # A broker that is down fails here at once: left to itself, kombu would keep
+            # reconnecting for seconds on every publish while the provider waits for the answer.
+            producer.connection.ensure_connection(max_retries=0)
+            current_app.send_task(PROCESS_TASK, args=(payment_id,), retry=False, producer=producer)
     except Exception as exc:
         logger.warning("webhook for payment %s not queued (%s); the relay will", payment_id, exc)
         unmark_queued(payment_id)
