@@ -124,6 +124,9 @@ def derive_order_status(payments_of_order: list[Payment]) -> str:
     return OrderStatus.PAYMENT_FAILED
 
 
+PAID_STATUSES = (OrderStatus.PAID, OrderStatus.AUTHORIZED)
+
+
 def order_sync_status(*, reference: str) -> Order | None:
     """Move the order to what its payments say; release stock once if it is cancelled."""
     with transaction.atomic():
@@ -134,15 +137,17 @@ def order_sync_status(*, reference: str) -> Order | None:
         if len(_charges(attempts)) > 1:
             transaction.on_commit(lambda: order_release_duplicates(reference=reference))
         new = derive_order_status(attempts)
-        if new == order.status:
-            return order
-        logger.info("order %s: %s -> %s", order.reference, order.status, new)
-        order.status = new
-        order.save(update_fields=["status", "updated_at"])
-        if new == OrderStatus.CANCELLED:
-            for item in order.items.all():
-                Product.objects.filter(pk=item.product_id).update(stock=F("stock") + item.quantity)
-        if new in (OrderStatus.PAID, OrderStatus.AUTHORIZED):
+        if new != order.status:
+            logger.info("order %s: %s -> %s", order.reference, order.status, new)
+            order.status = new
+            order.save(update_fields=["status", "updated_at"])
+            if new == OrderStatus.CANCELLED:
+                for item in order.items.all():
+                    Product.objects.filter(pk=item.product_id).update(
+                        stock=F("stock") + item.quantity
+                    )
+        # Also after a mail server failure: the next update of the order tries again.
+        if order.status in PAID_STATUSES and order.confirmation_sent_at is None:
             transaction.on_commit(lambda: order_send_confirmation(order_id=order.pk))
     return order
 
@@ -207,7 +212,14 @@ def order_send_confirmation(*, order_id: int) -> bool:
             if held
             else _("Your payment was received.")
         )
-        send_mail(subject, body, None, [order.email])
+        try:
+            send_mail(subject, body, None, [order.email])
+        except Exception:  # the mail server's failure must not fail the payment's path
+            logger.exception(
+                "order %s: confirmation not sent; retried at its next update", order.reference
+            )
+            Order.objects.filter(pk=order_id).update(confirmation_sent_at=None)
+            return False
     return True
 
 

@@ -7,6 +7,7 @@ import json
 from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.request import RawPostDataException
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import get_language
@@ -150,12 +151,25 @@ def pay(request: HttpRequest, reference: str) -> HttpResponse:
     )
 
 
+@sensitive_variables("body", "data")
 def _json_body(request: HttpRequest) -> dict[str, object] | None:
-    if len(request.body) > MAX_JSON_BYTES:
+    """The JSON object in the body, or None: too large (as declared or as sent), not JSON, not
+    an object, or a multipart body that Django's CSRF check has already read as a form."""
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return None
+    if declared > MAX_JSON_BYTES:  # refused before anything is read
         return None
     try:
-        data = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError):
+        body = request.body
+    except RawPostDataException:
+        return None
+    if len(body) > MAX_JSON_BYTES:
+        return None
+    try:
+        data = json.loads(body or b"{}")
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     return data if isinstance(data, dict) else None
 

@@ -1,9 +1,18 @@
-"""Logging helpers: secrets and card numbers never reach a log line."""
+"""Logging helpers: secrets and card numbers never reach a log line; every line says which
+request it belongs to; `LOG_FORMAT=json` writes one JSON object a line."""
 
 from __future__ import annotations
 
 import logging
 import re
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils.log import AdminEmailHandler
+from django.views.debug import SafeExceptionReporterFilter
+from pythonjsonlogger.json import JsonFormatter as _JsonFormatter
+
+from config.request_id import NO_REQUEST_ID, current_request_id
 
 REDACTED = "[redacted]"
 SECRET_SETTINGS = (
@@ -11,6 +20,7 @@ SECRET_SETTINGS = (
     "PAYMENTS_SECRET_KEY",
     "PAYMENTS_ACCESS_TOKEN",
     "SECRET_KEY",
+    "EMAIL_HOST_PASSWORD",
 )
 # 13 to 19 digits, possibly grouped by spaces or dashes: a card number if its Luhn sum is right.
 _DIGITS = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
@@ -44,18 +54,94 @@ def _secrets() -> list[str]:
     return [value for value in values if len(value) >= 8]
 
 
+def redact(text: str) -> str:
+    """The text with configured secrets and Luhn-valid card numbers replaced."""
+    redacted = _mask_cards(text)
+    for secret in _secrets():
+        redacted = redacted.replace(secret, REDACTED)
+    return redacted
+
+
 class RedactSecrets(logging.Filter):
     """Replace configured secrets (the webhook token, API credentials, the secret key) and
-    Luhn-valid card numbers in every record that passes through the handler."""
+    Luhn-valid card numbers in every record that passes through the handler: in its message,
+    and in the traceback and stack it carries (a request path or a value in an exception
+    message can hold them too)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
         except Exception:  # a malformed record: leave it to the handler's own error path
             return True
-        redacted = _mask_cards(message)
-        for secret in _secrets():
-            redacted = redacted.replace(secret, REDACTED)
+        redacted = redact(message)
         if redacted != message:
             record.msg, record.args = redacted, ()
+        if record.exc_info and not record.exc_text:
+            # Formatters reuse exc_text when it is set, so the traceback is redacted once here.
+            record.exc_text = _TRACEBACKS.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+_TRACEBACKS = logging.Formatter()
+
+# --- Formats ---------------------------------------------------------------------------------
+
+LOG_FORMATS = ("text", "json")
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
+
+
+class JsonFormatter(_JsonFormatter):
+    """One JSON object a line, with a fixed set of fields: `time` (UTC, ISO 8601), `level`,
+    `logger`, `message`, `request_id`, and `exception` / `stack` when the record has them.
+    Nothing else from the record is written: `extra` values such as Django's request object
+    would carry paths, and the webhook path holds a secret."""
+
+    def add_fields(
+        self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]
+    ) -> None:
+        log_data["time"] = datetime.fromtimestamp(record.created, tz=UTC).isoformat(
+            timespec="milliseconds"
+        )
+        log_data["level"] = record.levelname
+        log_data["logger"] = record.name
+        log_data["message"] = record.getMessage() if message_dict else record.message
+        log_data["request_id"] = (
+            getattr(record, "request_id", None) or current_request_id() or NO_REQUEST_ID
+        )
+        exception = record.exc_text or message_dict.get("exc_info")
+        if exception:
+            log_data["exception"] = redact(str(exception))
+        if record.stack_info:
+            log_data["stack"] = redact(str(message_dict.get("stack_info") or record.stack_info))
+
+
+def console_formatter(log_format: str = "text") -> logging.Formatter:
+    """The formatter of the console handler (LOGGING): `text`, one readable line a record, or
+    `json`, one JSON object a line for a log collector."""
+    if log_format == "json":
+        return JsonFormatter()
+    if log_format == "text":
+        return logging.Formatter(TEXT_FORMAT, defaults={"request_id": NO_REQUEST_ID})
+    raise ValueError(f"LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {log_format!r}")
+
+
+class RedactingAdminEmailHandler(AdminEmailHandler):
+    """Django's error mail to ADMINS with secrets and card numbers redacted from the subject,
+    the text and the HTML report (which shows the request path, where the webhook token is)."""
+
+    def send_mail(self, subject: str, message: str, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("html_message"):
+            kwargs["html_message"] = redact(kwargs["html_message"])
+        super().send_mail(redact(subject), redact(message), *args, **kwargs)
+
+
+class AlwaysSafeExceptionReporterFilter(SafeExceptionReporterFilter):
+    """Sensitive variables, POST parameters and settings are hidden in every error report,
+    Django's DEBUG page included (by default it shows them when DEBUG is on)."""
+
+    def is_active(self, request: Any) -> bool:
         return True

@@ -88,7 +88,7 @@ def csp_report(request: HttpRequest) -> HttpResponse:
         return HttpResponse(status=413)
     try:
         report = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         return HttpResponse(status=400)
     details = report.get("csp-report", report) if isinstance(report, dict) else report
     if not isinstance(details, dict):

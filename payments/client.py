@@ -20,13 +20,13 @@ from typing import Any
 import requests
 import simplejson
 from django.conf import settings
-from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_variables
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, MaxRetryError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import RequestHistory, Retry
 
+from config.request_id import current_request_id
 from payments.errors import (
     Conflict,
     InvalidRequest,
@@ -141,7 +141,7 @@ class PaymentsClient:
 
     # --- Operations -------------------------------------------------------------------------
 
-    @method_decorator(sensitive_variables("number", "cvv", "body"))
+    @sensitive_variables("number", "cvv", "body")
     def create_card_token(
         self, *, number: str, exp_month: str, exp_year: str, cvv: str, holder_name: str
     ) -> CardToken:
@@ -160,7 +160,8 @@ class PaymentsClient:
         )
         return CardToken.from_json(data)
 
-    @method_decorator(sensitive_variables("body"))
+    # Directly, not through method_decorator: its wrapper's frame would show the arguments.
+    @sensitive_variables("body")
     def create_payment(self, *, body: dict[str, Any], idempotency_key: str) -> ProviderPayment:
         """POST /payments. Retried only with the same key; `OutcomeUnknown` if no answer came."""
         data = self._call("POST", "/payments", body=body, idempotency_key=idempotency_key)
@@ -223,6 +224,9 @@ class PaymentsClient:
 
     # --- Transport --------------------------------------------------------------------------
 
+    # Every local here and below (requests, urllib3) is hidden from error reports: the request
+    # body holds card tokens and the webhook address, the headers the access token.
+    @sensitive_variables()
     def _call(
         self,
         method: str,
@@ -237,6 +241,7 @@ class PaymentsClient:
             "Content-Type": "application/json",
             "Accept": "application/json",
             "Authorization": f"Bearer {self._public_key}" if public else self._authorization,
+            "X-Request-ID": current_request_id(),  # None (outside a request or task): not sent
         }
         if method in WRITES:
             headers["Idempotency-Key"] = idempotency_key or new_idempotency_key()

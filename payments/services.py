@@ -111,6 +111,17 @@ def check_amount(amount: Decimal, *, maximum: Decimal, what: str) -> Decimal:
 # --- Applying provider snapshots -----------------------------------------------------------
 
 
+def _kept(raw: dict[str, Any]) -> dict[str, Any]:
+    """The provider's payment body as stored and shown to staff, without what is secret in it:
+    the card token that paid (`payment_method.token`) and the webhook address, whose path is
+    the shop's webhook token."""
+    kept = {key: value for key, value in raw.items() if key != "webhook_url"}
+    method = kept.get("payment_method")
+    if isinstance(method, dict):
+        kept["payment_method"] = {key: value for key, value in method.items() if key != "token"}
+    return kept
+
+
 def _apply(
     payment: Payment,
     remote: ProviderPayment,
@@ -146,7 +157,7 @@ def _apply(
     payment.card_brand = remote.payment_method_id or payment.card_brand
     payment.three_ds_url = remote.three_ds_url if new == PaymentStatus.PENDING else ""
     payment.provider_version = remote.version
-    payment.snapshot = remote.raw
+    payment.snapshot = _kept(remote.raw)
     payment.last_synced_at = now
     payment.last_error = ""
     if new == PaymentStatus.AUTHORIZED and payment.authorized_at is None:
@@ -218,7 +229,7 @@ def payment_apply(
 # --- Create --------------------------------------------------------------------------------
 
 
-@sensitive_variables("card_token", "body")
+@sensitive_variables("card_token", "body", "webhook_url")
 def payment_create(
     *,
     external_reference: str,

@@ -110,10 +110,10 @@ def test_production_refuses_to_start_without_a_secret_key(
 
 
 def test_production_starts_with_a_secret_key(tmp_path: Path) -> None:
-    """With a long random key, production settings load, with DEBUG off."""
-    found = settings_of(
-        "config.settings.production",
-        tmp_path,
-        DJANGO_SECRET_KEY="x" * 50,
-    )
+    """With a long random key (and the rest of a production environment), production settings
+    load, with DEBUG off."""
+    from tests.test_production import PRODUCTION_ENV
+
+    env = {k: v for k, v in PRODUCTION_ENV.items() if k != "DJANGO_SETTINGS_MODULE"}
+    found = settings_of("config.settings.production", tmp_path, **env)
     assert found["debug"] is False

@@ -36,6 +36,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every response carries the request id, and every log line of the request.
+    "config.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "config.security.ShopCSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -204,8 +206,10 @@ SHOP_PAY_ATTEMPTS_PER_ADDRESS = env_str("SHOP_PAY_ATTEMPTS_PER_ADDRESS", "30/10m
 ADMIN_LOGIN_RATE_PER_ADDRESS = env_str("ADMIN_LOGIN_RATE_PER_ADDRESS", "10/5m")
 ADMIN_LOGIN_RATE_PER_USER = env_str("ADMIN_LOGIN_RATE_PER_USER", "5/5m")
 RATELIMIT_VIEW = "config.views.ratelimited"
-# Behind a proxy, the header that carries the client's address (e.g. HTTP_X_REAL_IP).
-RATELIMIT_IP_META_KEY = env_str("SHOP_CLIENT_IP_HEADER") or None
+# Behind a proxy, the META key of the header that carries the client's address
+# (e.g. HTTP_X_REAL_IP); unset, REMOTE_ADDR.
+SHOP_CLIENT_IP_HEADER = env_str("SHOP_CLIENT_IP_HEADER")
+RATELIMIT_IP_META_KEY = "config.ratelimits.client_address"
 if not REDIS_URL:
     # The demo's file cache counts well enough on one machine; production uses Redis.
     SILENCED_SYSTEM_CHECKS = ["django_ratelimit.E003", "django_ratelimit.W001"]
@@ -227,17 +231,36 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        # LOG_FORMAT: "text", one readable line a record (the demo), or "json", one JSON object
+        # a line with time, level, logger, message, request_id (the production default).
+        "console": {
+            "()": "config.logging.console_formatter",
+            "log_format": env_str("LOG_FORMAT", "text"),
+        },
     },
-    "filters": {"redact": {"()": "config.logging.RedactSecrets"}},
+    "filters": {
+        "request_id": {"()": "config.request_id.RequestIdFilter"},
+        "redact": {"()": "config.logging.RedactSecrets"},
+        "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["redact"],
+            "formatter": "console",
+            "filters": ["request_id", "redact"],
+        },
+        "mail_admins": {
+            "level": "ERROR",
+            "class": "config.logging.RedactingAdminEmailHandler",
+            "filters": ["require_debug_false", "redact"],
         },
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    # The development server's request lines carry paths, and the webhook path a secret.
-    "loggers": {"django.server": {"handlers": ["console"], "level": "INFO", "propagate": False}},
+    "loggers": {
+        # Django's own console handler writes unredacted: its records go to ours (via root).
+        "django": {"handlers": ["mail_admins"], "level": "INFO", "propagate": True},
+        # The development server's request lines carry paths, and the webhook path a secret.
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
 }
+DEFAULT_EXCEPTION_REPORTER_FILTER = "config.logging.AlwaysSafeExceptionReporterFilter"

@@ -1,31 +1,149 @@
-"""Production settings: nothing insecure by default, and no start without a secret key."""
+"""Production settings: nothing insecure by default, and no start without what production needs.
+
+Every problem with the environment is reported at once, each naming its variable, before the
+first request: a PostgreSQL database, Redis, a real secret key, the public hosts and address, the
+provider's address and credentials, and a long webhook token. `docs/deployment.md` lists every
+variable.
+"""
 
 from __future__ import annotations
 
+import re
+from urllib.parse import urlsplit
+
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_str
+from config.env import env_bool, env_int, env_list, env_str
+from config.logging import LOG_FORMATS
+from config.settings import base
 from config.settings.base import *  # noqa: F403
 
+_problems: list[str] = []
+
 DEBUG = False
+
+# Django's deploy check asks for 50+ characters with some variety; so does the shop.
 SECRET_KEY = env_str("DJANGO_SECRET_KEY")
-if len(SECRET_KEY) < 32:
-    raise ImproperlyConfigured(
-        "DJANGO_SECRET_KEY must be set to a random value of at least 32 characters in production."
+if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-"):
+    _problems.append(
+        "DJANGO_SECRET_KEY must be set to a random value of at least 50 characters (e.g. "
+        "python -c 'import secrets; print(secrets.token_urlsafe(50))')."
     )
 
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The shop locks rows (SELECT ... FOR UPDATE SKIP LOCKED) and runs several processes: PostgreSQL.
+# SQLite only when explicitly allowed (a single-machine trial), never by a forgotten variable.
+_engine = base.DATABASES["default"]["ENGINE"]
+_sqlite_allowed = env_bool("DJANGO_ALLOW_SQLITE", False)
+if _engine != "django.db.backends.postgresql" and not (
+    _engine == "django.db.backends.sqlite3" and _sqlite_allowed
+):
+    _problems.append(
+        "DATABASE_URL must point at PostgreSQL (postgres://user:password@host:5432/name); "
+        "SQLite only with DJANGO_ALLOW_SQLITE=true."
+    )
+
+# Redis is the broker, the cache, the rate limits' counter and the webhooks' coalescing marker.
+if not base.REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+    _problems.append("REDIS_URL must point at Redis (redis://host:6379/0 or rediss://...).")
+
+# django-ratelimit's W001 only says that Django's own RedisCache is not on its list (which
+# predates it): that backend's add() is SET NX and incr() is INCR, both atomic in Redis, which is
+# all the rate limits need. Nothing else is silenced.
+SILENCED_SYSTEM_CHECKS = ["django_ratelimit.W001"]
+
+# Hosts: no default that could be wrong in production.
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", [])
+if not ALLOWED_HOSTS:
+    _problems.append("DJANGO_ALLOWED_HOSTS must list the shop's host names (comma-separated).")
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+# The shop's public address: the provider sends its notifications there.
+SHOP_BASE_URL = env_str("SHOP_BASE_URL").rstrip("/")
+if urlsplit(SHOP_BASE_URL).scheme != "https" or not urlsplit(SHOP_BASE_URL).netloc:
+    _problems.append(
+        "SHOP_BASE_URL must be the shop's public https:// address (the provider's notifications "
+        "are sent there)."
+    )
+
+# The provider: named explicitly (the default is the local sandbox), with its credentials
+# (base.py derives the access token from the two keys).
+if urlsplit(env_str("PAYMENTS_API_BASE_URL")).scheme not in ("https", "http"):
+    _problems.append(
+        "PAYMENTS_API_BASE_URL must be set to the card payments service's API address."
+    )
+if not base.PAYMENTS_PUBLIC_KEY:
+    _problems.append("PAYMENTS_PUBLIC_KEY must be set (the provider's public API key).")
+if not (env_str("PAYMENTS_ACCESS_TOKEN") or env_str("PAYMENTS_SECRET_KEY")):
+    _problems.append(
+        "PAYMENTS_SECRET_KEY (or PAYMENTS_ACCESS_TOKEN) must be set: the provider's secret "
+        "credential, used by the shop's server only."
+    )
+
+# The secret part of the webhook URL: long enough not to be guessed, and a plain path segment.
+if not re.fullmatch(r"[A-Za-z0-9_-]{32,}", base.PAYMENTS_WEBHOOK_TOKEN):
+    _problems.append(
+        "PAYMENTS_WEBHOOK_TOKEN must be at least 32 characters of letters, digits, '-' or '_' "
+        "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')."
+    )
+
+# HTTPS only. Behind a proxy that terminates TLS, the header it sets says the request was https:
+# DJANGO_SECURE_PROXY_SSL_HEADER is its META key, optionally with the value ("NAME=value",
+# "https" by default); empty when gunicorn itself is reached over TLS.
+_proxy_header = env_str("DJANGO_SECURE_PROXY_SSL_HEADER", "HTTP_X_FORWARDED_PROTO")
+if _proxy_header:
+    _name, _, _value = _proxy_header.partition("=")
+    if not re.fullmatch(r"HTTP_[A-Z0-9_]+", _name):
+        _problems.append(
+            "DJANGO_SECURE_PROXY_SSL_HEADER must be a request META key such as "
+            "HTTP_X_FORWARDED_PROTO (optionally =value), or empty."
+        )
+    SECURE_PROXY_SSL_HEADER = (_name, _value or "https")
+else:
+    SECURE_PROXY_SSL_HEADER = None
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+# Probes reach the process directly over plain HTTP; they must not be redirected.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31536000)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-SECURE_HSTS_PRELOAD = True
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", True)
+SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "strict-origin-when-cross-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 SESSION_COOKIE_SECURE = True
-CSRF_COOKIE_SECURE = True
 SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SECURE = True
+LANGUAGE_COOKIE_SECURE = True
+LANGUAGE_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+
+# Static files: collected (`manage.py collectstatic`), hashed names cached forever, compressed,
+# served by whitenoise from STATIC_ROOT.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
+
+# Mail (order confirmations, managers' warnings) over SMTP once EMAIL_HOST is set; without it
+# the base settings' backend applies (the console: mail is written to the standard output).
+EMAIL_HOST = env_str("EMAIL_HOST")
+if EMAIL_HOST:
+    EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+    EMAIL_PORT = env_int("EMAIL_PORT", 587)
+    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+    EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+
+# One JSON object a line by default, for the log collector; LOG_FORMAT=text for people.
+LOG_FORMAT = env_str("LOG_FORMAT", "json")
+if LOG_FORMAT not in LOG_FORMATS:
+    _problems.append(f"LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}.")
+LOGGING = {
+    **base.LOGGING,
+    "formatters": {
+        "console": {"()": "config.logging.console_formatter", "log_format": LOG_FORMAT},
+    },
+}
+
+if _problems:
+    raise ImproperlyConfigured("Production settings are incomplete:\n- " + "\n- ".join(_problems))

@@ -1,0 +1,133 @@
+"""Gunicorn's configuration for the shop: `gunicorn -c config/gunicorn.py config.wsgi`.
+
+Everything comes from the environment (docs/deployment.md): where to listen, how many workers,
+timeouts, and whether to write an access log. The access log is off by default; when it is on,
+its lines never carry a query string, and the webhook path's secret token is replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from gunicorn.glogging import Logger
+
+# The production settings unless told otherwise (before Django or the app is imported).
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the CPUs this container may use, not the host's
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+bind = [
+    address.strip()
+    for address in os.environ.get(
+        "GUNICORN_BIND", f"0.0.0.0:{os.environ.get('PORT', '8000')}"
+    ).split(",")
+    if address.strip()
+]
+workers = _int("GUNICORN_WORKERS", 2 * _cores() + 1)
+threads = _int("GUNICORN_THREADS", 1)  # above 1: the gthread worker
+# A worker busy with one request for longer than this is killed and replaced. A payment request
+# may wait on the provider for up to four attempts of PAYMENTS_READ_TIMEOUT (15 s) plus backoff;
+# killing it half way would leave the attempt unconfirmed, so the default is above that.
+timeout = _int("GUNICORN_TIMEOUT", 90)
+# On a restart or scale-down, requests in flight get this long to finish.
+graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", timeout)
+keepalive = _int("GUNICORN_KEEPALIVE", 5)
+# Workers are replaced after this many requests (jittered, so not all at once); 0: never.
+max_requests = _int("GUNICORN_MAX_REQUESTS", 1000)
+max_requests_jitter = _int("GUNICORN_MAX_REQUESTS_JITTER", 100)
+# The workers' heartbeat files; in a container, a memory file system (/dev/shm) is better.
+worker_tmp_dir = os.environ.get("GUNICORN_WORKER_TMP_DIR") or None
+# gunicornc's control socket only where asked for (a path): several servers on one machine would
+# otherwise share the default one.
+control_socket_disable = not os.environ.get("GUNICORN_CONTROL_SOCKET")
+if not control_socket_disable:
+    control_socket = os.environ["GUNICORN_CONTROL_SOCKET"]
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+errorlog = "-"
+# Off unless GUNICORN_ACCESS_LOG is a file or "-" (stdout): the proxy in front logs requests.
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
+# No query string (%(q)s, %(r)s); the path is redacted by RedactingLogger below.
+access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms request_id=%({x-request-id}o)s'
+
+_WEBHOOK_PATH = re.compile(r"(/webhooks/payments/)[^/?#\s\"]+")
+_PRIVATE_ATOMS = ("q", "{query_string}e", "{raw_uri}e", "{request_uri}e", "f", "{referer}i")
+
+
+def redact_path(path: str) -> str:
+    """The path with the webhook receiver's secret token replaced."""
+    return _WEBHOOK_PATH.sub(r"\1[redacted]", path)
+
+
+class RedactingLogger(Logger):
+    """Gunicorn's logger, whose access lines hold no query string, no referrer and no webhook
+    token whatever format is used, and are written under the request's id (JSON lines carry it
+    in `request_id`)."""
+
+    def atoms(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> dict:
+        atoms = super().atoms(resp, req, environ, request_time)
+        path = redact_path(str(environ.get("PATH_INFO") or ""))
+        atoms["U"] = path
+        atoms["r"] = f"{environ.get('REQUEST_METHOD')} {path} {environ.get('SERVER_PROTOCOL')}"
+        for key in _PRIVATE_ATOMS:
+            atoms[key] = "-"
+        for key, value in atoms.items():
+            if isinstance(value, str) and "/webhooks/payments/" in value:
+                atoms[key] = redact_path(value)
+        return atoms
+
+    def access(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> None:
+        if not self.cfg.accesslog:
+            return  # gunicorn would log access lines whenever a logging dict is configured
+        from config.request_id import request_id_bound, valid_request_id
+
+        header = next(
+            (value for name, value in resp.headers if name.lower() == "x-request-id"), None
+        )
+        with request_id_bound(header if valid_request_id(header) else None):
+            super().access(resp, req, environ, request_time)
+
+
+logger_class = RedactingLogger
+
+# LOG_FORMAT=json (the production default): gunicorn's own lines are JSON objects too, through
+# the same redaction as the application's.
+if os.environ.get("LOG_FORMAT", "json") == "json":
+    logconfig_dict = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "config.logging.console_formatter", "log_format": "json"}},
+        "filters": {
+            "request_id": {"()": "config.request_id.RequestIdFilter"},
+            "redact": {"()": "config.logging.RedactSecrets"},
+        },
+        "handlers": {
+            "console": {
+                "class": "logging.StreamHandler",
+                "formatter": "json",
+                "filters": ["request_id", "redact"],
+                "stream": "ext://sys.stderr",
+            },
+        },
+        "root": {"level": "INFO", "handlers": ["console"]},
+        "loggers": {
+            "gunicorn.error": {
+                "level": loglevel.upper(),
+                "handlers": ["console"],
+                "propagate": False,
+            },
+            "gunicorn.access": {"level": "INFO", "handlers": ["console"], "propagate": False},
+        },
+    }
