@@ -26,6 +26,7 @@ from checkout.services import (
     order_pay,
     payment_methods_for,
 )
+from config.security import sdk_url
 
 SESSION_ORDERS = "orders"
 MAX_JSON_BYTES = 4096
@@ -143,7 +144,7 @@ def pay(request: HttpRequest, reference: str) -> HttpResponse:
             order=order,
             methods=methods,
             card_payable=any(m.available for m in methods),
-            sdk_url=f"{settings.PAYMENTS_API_BASE_URL}/sdk/v1/checkout.js",
+            sdk_url=sdk_url(),
             public_key=settings.PAYMENTS_PUBLIC_KEY,
             theme=settings.PAYMENTS_SDK_THEME,
             locale="en" if get_language() == "en" else "es",

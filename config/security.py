@@ -53,6 +53,11 @@ def provider_origins() -> list[str]:
     return configured or [o for o in [origin_of(settings.PAYMENTS_API_BASE_URL)] if o]
 
 
+def sdk_url() -> str:
+    """The address of the provider's checkout SDK script."""
+    return settings.PAYMENTS_SDK_URL or f"{settings.PAYMENTS_API_BASE_URL}/sdk/v1/checkout.js"
+
+
 class ShopCSPMiddleware(CSPMiddleware):
     """The policy from settings, with a fresh nonce on every response and the provider's origin
     (read per request, so it follows the settings) for scripts, images and frames. The admin's own
@@ -70,7 +75,7 @@ class ShopCSPMiddleware(CSPMiddleware):
         if provider:
             parts.update = {
                 **(parts.update or {}),
-                "script-src": provider,
+                "script-src": list(dict.fromkeys([*provider, origin_of(sdk_url())])),
                 "img-src": provider,
             }
             parts.replace = {"frame-src": provider, **(parts.replace or {})}

@@ -187,6 +187,9 @@ class PaymentAdmin(admin.ModelAdmin):
     def has_refund_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(_permission("refund"))
 
+    def has_close_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(_permission("close"))
+
     def has_refresh_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
 
@@ -299,6 +302,11 @@ class PaymentAdmin(admin.ModelAdmin):
                 wrap(require_POST(self.refresh_view)),
                 name="payments_payment_refresh",
             ),
+            path(
+                "<int:pk>/close/",
+                wrap(require_POST(self.close_view)),
+                name="payments_payment_close",
+            ),
             *super().get_urls(),
         ]
 
@@ -317,6 +325,7 @@ class PaymentAdmin(admin.ModelAdmin):
                 "cancel": self.has_cancel_permission(request) and payment.can_cancel(),
                 "refund": self.has_refund_permission(request) and payment.can_refund(),
                 "refresh": bool(payment.provider_id),
+                "close": self.has_close_permission(request) and payment.can_close(),
             }
         return super().change_view(request, object_id, form_url, context)
 
@@ -423,6 +432,16 @@ class PaymentAdmin(admin.ModelAdmin):
                 payment=p, amount=data["amount"], reason=data["reason"], actor=request.user
             ),
         )
+
+    def close_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        payment = self._payment_for(request, pk, _permission("close"))
+        self._run(
+            request,
+            payment,
+            "closed as not created",
+            lambda: services.payment_close_unconfirmed(payment=payment, actor=request.user),
+        )
+        return self._back(payment)
 
     def refresh_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         payment = self._payment_for(request, pk, "payments.view_payment")

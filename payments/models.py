@@ -142,6 +142,7 @@ class Payment(models.Model):
             ("capture_payment", "Can capture payments"),
             ("cancel_payment", "Can cancel payment authorizations"),
             ("refund_payment", "Can refund payments"),
+            ("close_payment", "Can close payment attempts never created at the provider"),
         ]
 
     def __str__(self) -> str:
@@ -166,6 +167,12 @@ class Payment(models.Model):
             self.status == PaymentStatus.APPROVED
             and bool(self.provider_id)
             and self.refundable_amount > 0
+        )
+
+    def can_close(self) -> bool:
+        """An attempt whose outcome is unknown and that no notification has named."""
+        return (
+            self.status in (PaymentStatus.CREATING, PaymentStatus.UNKNOWN) and not self.provider_id
         )
 
     def days_to_expiry(self, now: timezone.datetime | None = None) -> int | None:

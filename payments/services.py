@@ -352,6 +352,46 @@ def payment_refresh(*, payment: Payment, actor: Actor = None) -> Payment:
     return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.SYNCED, actor=actor)
 
 
+# --- Closing an attempt that was never created ------------------------------------------------
+
+UNCONFIRMED_CLOSABLE_AFTER = timedelta(minutes=30)
+
+
+def payment_close_unconfirmed(*, payment: Payment, actor: Actor = None) -> Payment:
+    """Staff, after looking the order up at the provider and finding no payment: mark an
+    attempt whose outcome is unknown (and that no notification has named) as not created, so
+    the order can be paid again. Should the provider notify it later after all, the payment is
+    adopted as one of the order's (and a second charge is released)."""
+    with transaction.atomic():
+        locked = Payment.objects.select_for_update().get(pk=payment.pk)
+        if locked.provider_id or locked.status not in IN_FLIGHT:
+            raise PaymentNotAllowed(
+                "Only an attempt whose outcome is unknown and that has no provider id can be "
+                "closed; refresh this one instead."
+            )
+        if locked.created_at > timezone.now() - UNCONFIRMED_CLOSABLE_AFTER:
+            raise PaymentNotAllowed(
+                "This attempt is less than 30 minutes old: the provider may still confirm it. "
+                "Try again later."
+            )
+        old = locked.status
+        locked.status = PaymentStatus.FAILED
+        locked.last_error = "closed by staff: not found at the provider"
+        locked.save(update_fields=["status", "last_error", "updated_at"])
+        _record(
+            locked,
+            PaymentEventKind.FAILED,
+            actor=actor,
+            old=old,
+            new=PaymentStatus.FAILED,
+            message="Closed by staff: the provider has no such payment.",
+        )
+        _notify_on_commit(locked, old, PaymentStatus.FAILED)
+    logger.warning("payment %s closed as not created by %s", locked.pk, _user(actor) or "system")
+    payment.refresh_from_db()
+    return payment
+
+
 # --- Staff actions: capture, cancel, refund ---------------------------------------------------
 
 

@@ -17,6 +17,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -106,6 +107,7 @@ class World:
     waiting_order: Order
     held: Payment
     paid: Payment
+    unconfirmed: Payment
     subscription: Subscription
     event: WebhookEvent
     root: Any
@@ -223,6 +225,13 @@ def world(settings: Any, calls: list[tuple[str, str]], django_user_model: Any) -
         waiting_order=waiting_order,
         held=_payment("ORD-HELD1", PaymentStatus.AUTHORIZED),
         paid=_payment("ORD-PAID1", PaymentStatus.APPROVED),
+        unconfirmed=_payment(
+            "ORD-LOST1",
+            PaymentStatus.UNKNOWN,
+            provider_id=None,
+            authorized_at=None,
+            created_at=timezone.now() - timedelta(hours=1),
+        ),
         subscription=Subscription.objects.create(
             provider_id=str(uuid.uuid4()),
             price_id="price_cafe_mensual",
@@ -281,6 +290,15 @@ class Case:
 def called(method: str, path: Build) -> Effect:
     def check(world: World, response: Any) -> None:
         assert (method, path(world)) in world.calls, world.calls
+
+    return check
+
+
+def closed(obj: Build) -> Effect:
+    def check(world: World, response: Any) -> None:
+        target = obj(world)
+        target.refresh_from_db()
+        assert target.status == PaymentStatus.FAILED
 
     return check
 
@@ -496,6 +514,10 @@ CASES: dict[str, Case] = {
     "admin/payments/payment/<int:pk>/refresh/": Case(
         admin("payments_payment_refresh", lambda w: w.held.pk),
         effect=called("GET", lambda w: f"/payments/{w.held.provider_id}"),
+    ),
+    "admin/payments/payment/<int:pk>/close/": Case(
+        admin("payments_payment_close", lambda w: w.unconfirmed.pk),
+        effect=closed(lambda w: w.unconfirmed),
     ),
     "admin/payments/payment/": Case(
         admin("payments_payment_changelist"),

@@ -197,6 +197,8 @@ PAYMENTS_READ_TIMEOUT = float(env_str("PAYMENTS_READ_TIMEOUT", "15"))
 # Where the provider's SDK, card form and 3-D Secure pages come from, for the CSP (scripts,
 # images, frames); empty: the origin of PAYMENTS_API_BASE_URL.
 PAYMENTS_FRAME_ORIGINS = env_list("PAYMENTS_FRAME_ORIGINS", [])
+# The provider's checkout SDK script; empty: {PAYMENTS_API_BASE_URL}/sdk/v1/checkout.js.
+PAYMENTS_SDK_URL = env_str("PAYMENTS_SDK_URL")
 CONTENT_SECURITY_POLICY = content_security_policy(report_uri="/csp-report/")
 
 # Abuse limits (counted in the cache: Redis when REDIS_URL is set). Rates are "count/period",
