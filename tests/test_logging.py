@@ -29,7 +29,8 @@ def test_the_webhook_token_and_credentials_are_redacted(settings: pytest.Fixture
 
 
 @pytest.mark.parametrize(
-    "number", ["4242424242424242", "4242 4242 4242 4242", "4000-0000-0000-3220", "378282246310005"]
+    "number",
+    ["4242424242424242", "4242 4242 4242 4242", "4000-0000-0000-3220", "378282246310005"],
 )
 def test_card_numbers_are_masked_to_their_last_four_digits(number: str) -> None:
     """Given a Luhn-valid card number in a message, when it is logged, then only its last four
@@ -46,6 +47,8 @@ def test_card_numbers_are_masked_to_their_last_four_digits(number: str) -> None:
         "request_id=a1b8fb851c2340fd9ef5ca56e2dccbf6",
         "payment 5d5bd8be-ce75-4414-9f23-d1c979f4bc0c",
         "amount 250.00 at 2026-11-22 05:54:22",
+        # the decimals of a run time, though Luhn-valid
+        "Task webhooks.tasks.webhook_process_task succeeded in 0.4242424242424242s: 'processed'",
     ],
 )
 def test_other_text_is_left_alone(text: str) -> None:
@@ -57,3 +60,11 @@ def test_luhn() -> None:
     """The Luhn check accepts the test cards and rejects a changed digit."""
     assert luhn_valid("4242424242424242")
     assert not luhn_valid("4242424242424241")
+
+
+@pytest.mark.parametrize("template", ["card %s.", "(%s)", "number=%s, cvv hidden", "%s"])
+def test_card_numbers_at_the_end_of_a_sentence_or_in_brackets_are_masked(template: str) -> None:
+    """A card number followed by a full stop or inside punctuation is still masked."""
+    line = _through_filter(template, "4242424242424242")
+    assert "4242424242424242" not in line
+    assert "[card …4242]" in line

@@ -1,52 +1,273 @@
 """Putting notifications on the Celery queue: cheaply, and never at the cost of the answer.
 
-Bursts coalesce here: while a processing task for a payment is queued and has not started, a
-marker in Redis says so, and later notifications for that payment add no new task; the queued
-task claims their rows when it starts. The task removes the marker before it claims, so a
+Bursts coalesce here. While a processing task for a payment is on its way and has not started,
+a marker in Redis says so, and later notifications for that payment add no new task; the task
+claims their rows when it starts. The task removes the marker before it claims, so a
 notification that arrives after a refetch began always queues another one.
 
+Floods are batched. The receiver counts arrivals per second; in calm traffic it queues the
+payment's processing task itself, but while more than `WEBHOOKS_BATCH_ABOVE_PER_SECOND`
+notifications a second arrive (a provider replaying a backlog, say), it only adds the payment to
+a pending list in Redis: one round trip, no Celery message per notification. One dispatcher task
+holds the list while the flood lasts (at most `WEBHOOKS_BATCH_MAX_HOLD` seconds), then queues
+one processing task per pending payment, which then reads it once for all its notifications.
+
 If Redis is down, nothing is raised: the row stays `received` and the relay queues it later.
+Without Redis (the demo's embedded broker), every new payment's task is queued at once.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections.abc import Iterable
 from contextlib import suppress
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
 
+import redis
 from celery import current_app
+from django.conf import settings
 from django.core.cache import cache
 
 logger = logging.getLogger(__name__)
 
 PROCESS_TASK = "webhooks.tasks.webhook_process_task"
+DISPATCH_TASK = "webhooks.tasks.webhook_dispatch_task"
 QUEUED_MARKER_TTL = 600  # seconds; a lost task is replaced by the relay after this
+ARRIVALS_WINDOW = 3  # seconds over which the arrival rate is measured
+DISPATCH_BATCH = 500  # payments taken off the pending list at a time
+
+# One round trip per notification: count the arrival; mark the payment as on its way unless
+# it is already; then say whether the caller queues its task (calm) or the payment waits in
+# the pending list (a flood), and whether that list was empty (the caller queues a dispatcher).
+_ADMIT = """
+local arrivals = redis.call('INCR', KEYS[3])
+if arrivals == 1 then redis.call('EXPIRE', KEYS[3], 10) end
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then return 0 end
+local recent = arrivals + tonumber(redis.call('GET', KEYS[4]) or '0')
+    + tonumber(redis.call('GET', KEYS[5]) or '0')
+if recent <= tonumber(ARGV[3]) then return 1 end
+if redis.call('RPUSH', KEYS[2], ARGV[1]) == 1 then
+    redis.call('SET', KEYS[6], ARGV[4])
+    return 2
+end
+-- A list older than the longest hold has lost its dispatcher: call another (every 5 s at most).
+local since = tonumber(redis.call('GET', KEYS[6]) or '0')
+if tonumber(ARGV[4]) - since > tonumber(ARGV[5]) and redis.call('SET', KEYS[7], '1', 'NX', 'EX', 5)
+then return 2 end
+return 3
+"""
+# Take up to ARGV[1] pending payments; forget when the list began once it is empty.
+_TAKE = """
+local ids = redis.call('LPOP', KEYS[1], ARGV[1])
+if redis.call('LLEN', KEYS[1]) == 0 then redis.call('DEL', KEYS[2]) end
+return ids
+"""
+
+
+class Admission(IntEnum):
+    """What `_ADMIT` decided for a notification."""
+
+    ON_ITS_WAY = 0  # a task or the pending list already has this payment
+    QUEUE_TASK = 1  # calm: queue the payment's processing task now
+    QUEUE_DISPATCHER = 2  # a flood, and the pending list was empty (or stale): queue a dispatcher
+    PENDING = 3  # a flood: a dispatcher will take it
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """What a dispatcher run did: `held` while a flood lasts, else how many it queued."""
+
+    held: bool
+    queued: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Redis:
+    url: str
+    client: redis.Redis
+    admit: Any  # redis.commands.core.Script
+    take: Any
+
+
+_lock = threading.Lock()
+_current: _Redis | None = None
+
+
+def _redis() -> _Redis | None:
+    """One client per process (thread-safe, pooled connections) with the scripts registered
+    (sent by hash, loaded again if Redis forgot them), or None without Redis."""
+    global _current
+    url = getattr(settings, "REDIS_URL", None)
+    if not url:
+        return None
+    current = _current
+    if current is None or current.url != url:
+        with _lock:
+            client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+            current = _current = _Redis(
+                url, client, client.register_script(_ADMIT), client.register_script(_TAKE)
+            )
+    return current
+
+
+def _key(name: str) -> str:
+    prefix = settings.CACHES["default"].get("KEY_PREFIX") or "shop"
+    return f"{prefix}:webhooks:{name}"
 
 
 def _marker(payment_id: str) -> str:
-    return f"webhooks:queued:{payment_id}"
+    return _key(f"queued:{payment_id}")
+
+
+def _arrivals(second: int) -> str:
+    return _key(f"arrivals:{second}")
+
+
+PENDING = "pending"
+PENDING_SINCE = "pending-since"
+
+
+def is_marked(payment_id: str) -> bool:
+    """Whether a task or the pending list has the payment (for tests and the admin)."""
+    backend = _redis()
+    if backend is None:
+        return bool(cache.get(_marker(payment_id)))
+    return bool(backend.client.exists(_marker(payment_id)))
 
 
 def enqueue_processing(payment_id: str) -> bool:
-    """Make sure a processing task for the payment is queued. False if the broker is down."""
-    try:
+    """Make sure the payment's notifications will be processed. False if the broker is down."""
+    backend = _redis()
+    if backend is None:
         if not cache.add(_marker(payment_id), 1, timeout=QUEUED_MARKER_TTL):
-            return True  # a task queued earlier and not started yet will take this one too
-    except Exception as exc:  # Redis down: try the broker anyway, then leave it to the relay
-        logger.debug("queued-marker for payment %s not set: %s", payment_id, exc)
+            return True
+        return publish_processing(payment_id)
+    now = int(time.time())
+    try:
+        admission = Admission(
+            backend.admit(
+                keys=[
+                    _marker(payment_id),
+                    _key(PENDING),
+                    *(_arrivals(now - ago) for ago in range(ARRIVALS_WINDOW)),
+                    _key(PENDING_SINCE),
+                    _key("dispatcher-called"),
+                ],
+                args=[
+                    payment_id,
+                    QUEUED_MARKER_TTL,
+                    settings.WEBHOOKS_BATCH_ABOVE_PER_SECOND * ARRIVALS_WINDOW,
+                    now,
+                    settings.WEBHOOKS_BATCH_MAX_HOLD + 5,
+                ],
+            )
+        )
+    except Exception as exc:  # Redis down: leave it to the relay
+        logger.warning("webhook for payment %s not queued (%s); the relay will", payment_id, exc)
+        return False
+    if admission is Admission.QUEUE_TASK:
+        return publish_processing(payment_id)
+    if admission is Admission.QUEUE_DISPATCHER:
+        # If this fails, the relay empties the pending list on its next run.
+        return _publish(DISPATCH_TASK, ())
+    return True
+
+
+def publish_processing(payment_id: str) -> bool:
+    """Queue the payment's processing task. False (and no marker) if the broker is down."""
+    if _publish(PROCESS_TASK, (payment_id,)):
+        return True
+    logger.warning("webhook for payment %s not queued; the relay will", payment_id)
+    unmark_queued(payment_id)
+    return False
+
+
+def queue_now(payment_ids: Iterable[str]) -> int:
+    """Queue a processing task for each payment at once, whatever is on its way (the relay,
+    staff's retry): a task already queued that finds nothing left to claim costs nothing."""
+    ids = list(dict.fromkeys(payment_ids))
+    backend = _redis()
+    for payment_id in ids:
+        with suppress(Exception):
+            if backend is None:
+                cache.set(_marker(payment_id), 1, timeout=QUEUED_MARKER_TTL)
+            else:
+                backend.client.set(_marker(payment_id), 1, ex=QUEUED_MARKER_TTL)
+    return _publish_all(ids)
+
+
+def _publish(task: str, args: tuple[str, ...], **options: Any) -> bool:
     try:
         with current_app.producer_or_acquire() as producer:
             # A broker that is down fails here at once: left to itself, kombu would keep
             # reconnecting for seconds on every publish while the provider waits for the answer.
             producer.connection.ensure_connection(max_retries=0)
-            current_app.send_task(PROCESS_TASK, args=(payment_id,), retry=False, producer=producer)
+            current_app.send_task(task, args=args, retry=False, producer=producer, **options)
     except Exception as exc:
-        logger.warning("webhook for payment %s not queued (%s); the relay will", payment_id, exc)
-        unmark_queued(payment_id)
+        logger.warning("%s not queued: %s", task, exc)
         return False
     return True
 
 
 def unmark_queued(payment_id: str) -> None:
-    """Say that no task for the payment waits in the queue any more (best effort)."""
+    """Say that no task for the payment is on its way any more (best effort)."""
     with suppress(Exception):
-        cache.delete(_marker(payment_id))
+        backend = _redis()
+        if backend is None:
+            cache.delete(_marker(payment_id))
+        else:
+            backend.client.delete(_marker(payment_id))
+
+
+def recent_arrivals(client: redis.Redis, now: int) -> int:
+    counts = client.mget([_arrivals(now - ago) for ago in range(ARRIVALS_WINDOW)])
+    return sum(int(count or 0) for count in counts)
+
+
+def dispatch_pending(*, force: bool = False) -> Dispatch:
+    """Queue a processing task for every pending payment, unless a flood is still on (more
+    than the batching rate over the last seconds) and the list is younger than the maximum
+    hold: then it is `held`, and the caller looks again shortly. `force` never holds."""
+    backend = _redis()
+    if backend is None:
+        return Dispatch(held=False)
+    client = backend.client
+    now = int(time.time())
+    if not force:
+        since = client.get(_key(PENDING_SINCE))
+        if since is None and not client.llen(_key(PENDING)):
+            return Dispatch(held=False)
+        threshold = settings.WEBHOOKS_BATCH_ABOVE_PER_SECOND * ARRIVALS_WINDOW
+        held_for = now - int(since or 0)
+        if held_for < settings.WEBHOOKS_BATCH_MAX_HOLD and recent_arrivals(client, now) > threshold:
+            return Dispatch(held=True)
+    queued = 0
+    while ids := backend.take(keys=[_key(PENDING), _key(PENDING_SINCE)], args=[DISPATCH_BATCH]):
+        queued += _publish_all(payment.decode() for payment in ids)
+    if queued:
+        logger.info("dispatched %d pending webhook payment(s)", queued)
+    return Dispatch(held=False, queued=queued)
+
+
+def _publish_all(payment_ids: Iterable[str]) -> int:
+    """Queue a processing task each, over one producer. A payment whose task could not be
+    queued loses its marker and waits for the relay."""
+    queued = 0
+    pending = list(payment_ids)
+    try:
+        with current_app.producer_or_acquire() as producer:
+            producer.connection.ensure_connection(max_retries=0)
+            for payment_id in pending:
+                current_app.send_task(
+                    PROCESS_TASK, args=(payment_id,), retry=False, producer=producer
+                )
+                queued += 1
+    except Exception as exc:
+        logger.warning("%d pending webhook payment(s) not queued (%s)", len(pending) - queued, exc)
+        for payment_id in pending[queued:]:
+            unmark_queued(payment_id)
+    return queued

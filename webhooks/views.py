@@ -63,5 +63,5 @@ def payment_notification(request: HttpRequest, token: str) -> JsonResponse:
         notification = parse_notification(body)
     except InvalidNotification as exc:
         return _error(400, exc.code, exc.message, **({"fields": exc.fields} if exc.fields else {}))
-    event = webhook_receive(notification=notification, remote_addr=_client_address(request))
-    return _answer(200, {"status": "received", "event": event.pk})
+    event_id = webhook_receive(notification=notification, remote_addr=_client_address(request))
+    return _answer(200, {"status": "received", "event": event_id})

@@ -222,6 +222,11 @@ WEBHOOKS_MAX_RETRIES = env_int("WEBHOOKS_MAX_RETRIES", 8)
 WEBHOOKS_RETRY_BACKOFF = env_int("WEBHOOKS_RETRY_BACKOFF", 2)  # seconds, doubled each retry
 WEBHOOKS_RETRY_BACKOFF_MAX = env_int("WEBHOOKS_RETRY_BACKOFF_MAX", 300)
 WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = env_int("WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE", 60)
+# Above this many notifications a second (over the last 3 s), new payments are batched: the
+# receiver sends no task per notification, and their processing waits until the flood ends, at
+# most WEBHOOKS_BATCH_MAX_HOLD seconds, so that each payment is read once for all of them.
+WEBHOOKS_BATCH_ABOVE_PER_SECOND = env_int("WEBHOOKS_BATCH_ABOVE_PER_SECOND", 20)
+WEBHOOKS_BATCH_MAX_HOLD = env_int("WEBHOOKS_BATCH_MAX_HOLD", 30)
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "pedidos@tienda.example")

@@ -29,7 +29,7 @@ from tests.checkout.conftest import make_order
 from tests.payments.factories import create_payment
 from tests.support import Api
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.queue import PROCESS_TASK
+from webhooks.queue import PROCESS_TASK, enqueue_processing, is_marked
 from webhooks.services import (
     DEFERRED,
     ProcessOutcome,
@@ -199,14 +199,15 @@ def test_notifications_of_a_known_payment_are_applied_once(
 @pytest.mark.sandbox
 @pytest.mark.django_db
 def test_a_burst_for_one_payment_is_one_provider_read_and_a_later_one_is_another(
-    provider: Api, provider_gets: list[str]
+    provider: Api, provider_gets: list[str], celery_app: Any
 ) -> None:
     """Ten rows for one payment cost one provider read; a row stored after that read began is
     not lost: the next run reads the payment again and applies what changed since."""
     # Given a charge and ten notifications for it, and the task's queued marker
     payment = create_payment(provider)
     burst = notify(payment.provider_id, count=10)
-    cache.set(f"webhooks:queued:{payment.provider_id}", 1)
+    assert enqueue_processing(payment.provider_id)
+    assert drain_queue(celery_app) == [(PROCESS_TASK, [payment.provider_id])]
 
     # When the task processes them
     outcome = webhook_process(payment_id=payment.provider_id, task_id="burst")
@@ -216,7 +217,7 @@ def test_a_burst_for_one_payment_is_one_provider_read_and_a_later_one_is_another
     assert outcome == ProcessOutcome.PROCESSED
     assert provider_gets == [payment.provider_id]
     assert [e.state for e in events(burst)] == [WebhookState.PROCESSED] * 10
-    assert cache.get(f"webhooks:queued:{payment.provider_id}") is None
+    assert not is_marked(payment.provider_id)
 
     # Given a partial refund at the provider, whose notification arrives after that read
     refund_at_provider(provider, payment, "40.00")
@@ -639,8 +640,8 @@ def test_rows_the_broker_never_got_are_relayed_once(
     assert [e.relayed_at for e in events(recent)] == [None]
     queued = drain_queue(celery_app)
     assert sorted(queued) == sorted([(PROCESS_TASK, [first]), (PROCESS_TASK, [second])])
-    assert cache.get(f"webhooks:queued:{first}") == 1
-    assert cache.get(f"webhooks:queued:{second}") == 1
+    assert is_marked(first)
+    assert is_marked(second)
 
     # When it runs again right after
     with django_capture_on_commit_callbacks(execute=True):

@@ -22,7 +22,6 @@ import pytest
 import responses
 from asgiref.sync import async_to_sync
 from celery import Celery
-from django.core.cache import cache
 from django.core.handlers.asgi import ASGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
@@ -33,7 +32,7 @@ from django.urls import resolve, reverse
 from checkout.services import webhook_url
 from tests.support import free_port
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.queue import PROCESS_TASK
+from webhooks.queue import PROCESS_TASK, is_marked
 from webhooks.services import webhook_relay
 from webhooks.views import payment_notification
 
@@ -84,8 +83,8 @@ def queued_tasks(app: Celery) -> list[tuple[str, list[Any]]]:
     return tasks
 
 
-def queued_marker(payment_id: str) -> Any:
-    return cache.get(f"webhooks:queued:{payment_id}")
+def queued_marker(payment_id: str) -> bool:
+    return is_marked(payment_id)
 
 
 def assert_json_error(
@@ -153,7 +152,7 @@ def test_a_valid_notification_is_stored_and_queued(
     assert event.state == WebhookState.RECEIVED
     assert event.attempts == 0
     assert (event.payment_id, event.task_id, event.last_error) == (None, "", "")
-    assert queued_marker(PAYMENT_ID) == 1
+    assert queued_marker(PAYMENT_ID)
     assert queued_tasks(celery_app) == [(PROCESS_TASK, [PAYMENT_ID])]
 
 
@@ -682,7 +681,8 @@ def test_a_notification_is_kept_when_redis_is_down(
     valid notification arrives, then it is still answered 200 and kept as received (with a
     warning that it was not queued); once Redis is back, the relay queues it."""
     unreachable = f"redis://127.0.0.1:{free_port()}/0"
-    real_caches = settings.CACHES
+    real_caches, real_redis = settings.CACHES, settings.REDIS_URL
+    settings.REDIS_URL = unreachable
     settings.CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
@@ -703,7 +703,7 @@ def test_a_notification_is_kept_when_redis_is_down(
         r.name == "webhooks.queue" and "not queued" in r.getMessage() for r in all_logs.records
     )
 
-    settings.CACHES = real_caches  # Redis is back
+    settings.CACHES, settings.REDIS_URL = real_caches, real_redis  # Redis is back
     assert queued_tasks(celery_app) == []
     with django_capture_on_commit_callbacks(execute=True):
         relayed = webhook_relay(older_than=timedelta(0))

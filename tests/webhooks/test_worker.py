@@ -6,6 +6,7 @@ provider that is down is retried, then given up on for staff to retry."""
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
 import uuid
@@ -424,6 +425,48 @@ def test_shuffled_and_duplicated_notifications_end_where_the_provider_is(
         assert len(held) <= 1, order.reference
 
 
+# --- A flood, batched --------------------------------------------------------------------------
+
+
+def test_a_flood_is_held_then_each_payment_is_read_about_once(
+    shop: Shop, worker: Any, settings: Any
+) -> None:
+    """Past the batching rate, the notifications of a flood only wait; once it is over the
+    dispatcher queues each payment once, every notification ends processed and every payment
+    where the provider has it, with about one provider read per payment."""
+    settings.WEBHOOKS_BATCH_ABOVE_PER_SECOND = 1  # more than 3 in 3 seconds is a flood
+    # Given six authorizations, three captured and three cancelled at the provider
+    held = [order_paying(shop.api, capture_method="manual")[1] for _ in range(6)]
+    for index, payment in enumerate(held):
+        if index % 2:
+            cancel_at_provider(shop.api, payment.provider_id)
+        else:
+            capture_at_provider(shop.api, payment.provider_id)
+    gets = {payment.provider_id: count_gets(shop.api, payment.provider_id) for payment in held}
+
+    # When four copies of each payment's UPDATE arrive at once, shuffled
+    arriving = [payment.provider_id for payment in held for _ in range(4)]
+    random.Random(7).shuffle(arriving)
+    answers = in_threads(lambda payment_id: shop.notify(payment_id).status_code, arriving)
+    assert answers == [200] * 24
+
+    # Then all are processed once the flood is over
+    ids = [payment.provider_id for payment in held]
+    wait_until(lambda: all_finished(ids, 24), timeout=60)
+    assert set(WebhookEvent.objects.values_list("state", flat=True)) == {WebhookState.PROCESSED}
+
+    # And the provider was read once per payment, plus at most once more for each of the
+    # (at most three) payments queued at once before the flood was noticed
+    reads = [fault_hits(shop.api, fault) for fault in gets.values()]
+    assert min(reads) >= 1
+    assert sum(reads) <= len(held) + 3, reads
+
+    # And each payment is where the provider is
+    for payment in held:
+        payment.refresh_from_db()
+        assert payment.status == shop.api.payment(payment.provider_id)["status"]
+
+
 # --- Redis unreachable when a notification arrives ---------------------------------------------
 
 
@@ -453,7 +496,7 @@ def redis_behind_proxy(worker: Any, celery_app: Any) -> Iterator[TcpProxy]:
     original = celery_app.conf.broker_url
     caches = {"default": {**settings.CACHES["default"], "LOCATION": proxied}}
     try:
-        with override_settings(CACHES=caches):
+        with override_settings(CACHES=caches, REDIS_URL=proxied):
             _use_broker(celery_app, proxied)
             try:
                 yield proxy

@@ -8,13 +8,14 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from webhooks.services import RELAY_AFTER, webhook_relay
+from webhooks.services import RELAY_AFTER, webhook_dispatch, webhook_relay
 
 
 class Command(BaseCommand):
     help = (
         "Queue again webhook events left behind (received while the broker was down, or "
-        "claimed by a worker that died). Safe to run at any time, and alongside the beat task."
+        "claimed by a worker that died), and the payments a flood left pending. Safe to run "
+        "at any time, and alongside the beat task."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -34,6 +35,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, limit: int, all: bool, older_than: int, **options: Any) -> None:
         if limit < 1 or older_than < 0:
             raise CommandError("--limit must be at least 1 and --older-than at least 0.")
+        dispatch = webhook_dispatch()
+        if dispatch.held:
+            self.stdout.write("A flood is on: its pending payments are queued when it ends.")
+        elif dispatch.queued:
+            self.stdout.write(f"{dispatch.queued} pending payment(s) queued.")
         total = 0
         now = timezone.now()  # one cutoff for every pass: a relayed row is not left behind again
         while True:
