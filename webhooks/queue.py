@@ -141,40 +141,86 @@ def is_marked(payment_id: str) -> bool:
 
 def enqueue_processing(payment_id: str) -> bool:
     """Make sure the payment's notifications will be processed. False if the broker is down."""
+    return enqueue_many([payment_id]) == 1
+
+
+def enqueue_many(payment_ids: list[str]) -> int:
+    """`enqueue_processing` for several notifications in one Redis round trip (the receiver's
+    group commit). Returns how many were handed over; the others wait for the relay."""
     backend = _redis()
     if backend is None:
-        if not cache.add(_marker(payment_id), 1, timeout=QUEUED_MARKER_TTL):
-            return True
-        return publish_processing(payment_id)
+        handed = 0
+        for payment_id in payment_ids:
+            if not cache.add(_marker(payment_id), 1, timeout=QUEUED_MARKER_TTL):
+                handed += 1
+            elif publish_processing(payment_id):
+                handed += 1
+        return handed
     now = int(time.time())
-    try:
-        admission = Admission(
-            backend.admit(
-                keys=[
-                    _marker(payment_id),
-                    _key(PENDING),
-                    *(_arrivals(now - ago) for ago in range(ARRIVALS_WINDOW)),
-                    _key(PENDING_SINCE),
-                    _key("dispatcher-called"),
-                ],
-                args=[
-                    payment_id,
-                    QUEUED_MARKER_TTL,
-                    settings.WEBHOOKS_BATCH_ABOVE_PER_SECOND * ARRIVALS_WINDOW,
-                    now,
-                    settings.WEBHOOKS_BATCH_MAX_HOLD + 5,
-                ],
-            )
+    arrivals = [_arrivals(now - ago) for ago in range(ARRIVALS_WINDOW)]
+    limits = [
+        settings.WEBHOOKS_BATCH_ABOVE_PER_SECOND * ARRIVALS_WINDOW,
+        now,
+        settings.WEBHOOKS_BATCH_MAX_HOLD + 5,
+    ]
+    calls = [
+        (
+            [
+                _marker(payment_id),
+                _key(PENDING),
+                *arrivals,
+                _key(PENDING_SINCE),
+                _key("dispatcher-called"),
+            ],
+            [payment_id, QUEUED_MARKER_TTL, *limits],
         )
+        for payment_id in payment_ids
+    ]
+    try:
+        if len(calls) == 1:
+            keys, args = calls[0]
+            admissions = [Admission(backend.admit(keys=keys, args=args))]
+        else:
+            admissions = [Admission(answer) for answer in _admit_all(backend, calls)]
     except Exception as exc:  # Redis down: leave it to the relay
-        logger.warning("webhook for payment %s not queued (%s); the relay will", payment_id, exc)
-        return False
-    if admission is Admission.QUEUE_TASK:
-        return publish_processing(payment_id)
-    if admission is Admission.QUEUE_DISPATCHER:
+        if len(payment_ids) == 1:
+            logger.warning(
+                "webhook for payment %s not queued (%s); the relay will", payment_ids[0], exc
+            )
+        else:
+            logger.warning(
+                "webhooks for %d payments not queued (%s); the relay will", len(payment_ids), exc
+            )
+        return 0
+    to_queue = [
+        payment_id
+        for payment_id, admission in zip(payment_ids, admissions, strict=True)
+        if admission is Admission.QUEUE_TASK
+    ]
+    handed = len(payment_ids) - len(to_queue)
+    if to_queue:
+        handed += _publish_all(to_queue)
+    if Admission.QUEUE_DISPATCHER in admissions:
         # If this fails, the relay empties the pending list on its next run.
-        return _publish(DISPATCH_TASK, ())
-    return True
+        _publish(DISPATCH_TASK, ())
+    return handed
+
+
+def _admit_all(backend: _Redis, calls: list[tuple[list[str], list[object]]]) -> list[int]:
+    """The admission script for each call, in one pipeline: by hash (redis-py's own pipeline
+    scripts would ask Redis first whether it knows them, a round trip more), loaded again if
+    Redis has forgotten it."""
+    for attempt in (1, 2):
+        with backend.client.pipeline(transaction=False) as pipe:
+            for keys, args in calls:
+                pipe.evalsha(backend.admit.sha, len(keys), *keys, *args)
+            try:
+                return [int(answer) for answer in pipe.execute()]
+            except redis.exceptions.NoScriptError:
+                if attempt == 2:
+                    raise
+                backend.client.script_load(_ADMIT)
+    raise AssertionError("unreachable")
 
 
 def publish_processing(payment_id: str) -> bool:

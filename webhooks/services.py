@@ -16,7 +16,7 @@ from functools import partial
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -32,6 +32,7 @@ from webhooks.queue import (
     queue_now,
     unmark_queued,
 )
+from webhooks.writer import insert_events, writer
 
 logger = logging.getLogger(__name__)
 
@@ -56,32 +57,16 @@ class RetryLater(Exception):
         self.message = message
 
 
-_INSERT_EVENT = (  # the table of WebhookEvent
-    "INSERT INTO webhooks_webhookevent (provider_payment_id, event_type, received_at,"
-    " remote_addr, state, attempts, last_error, task_id)"
-    " VALUES (%s, %s, %s, %s, %s, 0, '', '') RETURNING id"
-)
-
-
 def webhook_receive(*, notification: Notification, remote_addr: str | None) -> int:
-    """Store the notification and queue its processing once it is committed. Returns the
-    event's id. One INSERT, written out: the ORM's model machinery would cost the receiver
-    more than the statement itself (see bench/)."""
-    connection = connections[WebhookEvent.objects.db]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _INSERT_EVENT,
-            [
-                notification.payment_id,
-                notification.event_type,
-                connection.ops.adapt_datetimefield_value(timezone.now()),
-                remote_addr,
-                WebhookState.RECEIVED.value,
-            ],
-        )
-        (event_id,) = cursor.fetchone()
+    """Store the notification and queue its processing once it is committed; its event id.
+    With `WEBHOOKS_GROUP_COMMIT`, notifications arriving at once in this process share one
+    INSERT and one commit (`webhooks.writer`); either way the row is committed before this
+    returns. Raises `StoreFailed` (or a database error) if it could not be stored."""
+    if settings.WEBHOOKS_GROUP_COMMIT:
+        return writer.store(notification, remote_addr)
+    [event_id] = insert_events([(notification, remote_addr)])
     transaction.on_commit(partial(enqueue_processing, notification.payment_id))
-    return int(event_id)
+    return event_id
 
 
 # --- Processing ---------------------------------------------------------------------------

@@ -10,12 +10,14 @@ import ipaddress
 import logging
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.debug import sensitive_variables
 
 from webhooks.notifications import InvalidNotification, parse_notification
 from webhooks.services import webhook_receive
+from webhooks.writer import StoreFailed
 
 logger = logging.getLogger(__name__)
 
@@ -63,5 +65,13 @@ def payment_notification(request: HttpRequest, token: str) -> JsonResponse:
         notification = parse_notification(body)
     except InvalidNotification as exc:
         return _error(400, exc.code, exc.message, **({"fields": exc.fields} if exc.fields else {}))
-    event_id = webhook_receive(notification=notification, remote_addr=_client_address(request))
+    try:
+        event_id = webhook_receive(notification=notification, remote_addr=_client_address(request))
+    except (StoreFailed, DatabaseError) as exc:
+        logger.error("webhook for payment %s not stored: %s", notification.payment_id, exc)
+        response = _error(
+            503, "unavailable", "The notification could not be stored; send it again."
+        )
+        response["Retry-After"] = "5"
+        return response
     return _answer(200, {"status": "received", "event": event_id})

@@ -227,6 +227,13 @@ WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = env_int("WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINU
 # most WEBHOOKS_BATCH_MAX_HOLD seconds, so that each payment is read once for all of them.
 WEBHOOKS_BATCH_ABOVE_PER_SECOND = env_int("WEBHOOKS_BATCH_ABOVE_PER_SECOND", 20)
 WEBHOOKS_BATCH_MAX_HOLD = env_int("WEBHOOKS_BATCH_MAX_HOLD", 30)
+# Notifications arriving at once in a web process are stored in one INSERT by a writer thread
+# (each still answered only once its row is committed; PostgreSQL only by default); a request
+# waits at most WEBHOOKS_STORE_TIMEOUT seconds for it, then answers 503.
+WEBHOOKS_GROUP_COMMIT = env_bool(
+    "WEBHOOKS_GROUP_COMMIT", DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+)
+WEBHOOKS_STORE_TIMEOUT = env_int("WEBHOOKS_STORE_TIMEOUT", 10)
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "pedidos@tienda.example")
