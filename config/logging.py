@@ -23,8 +23,9 @@ SECRET_SETTINGS = (
     "EMAIL_HOST_PASSWORD",
 )
 # 13 to 19 digits, possibly grouped by spaces or dashes: a card number if its Luhn sum is right.
-# Not the decimals of a number (a task's run time, say: `succeeded in 0.0743155899999692s`).
-_DIGITS = re.compile(r"(?<![\d-])(?<!\d\.)\d(?:[ -]?\d){12,18}(?![\d-])")
+# Not digits inside a word or an id (a task id `b2557144-9559-42d5-…`), nor the decimals of a
+# number (a task's run time, say: `succeeded in 0.0743155899999692s`).
+_DIGITS = re.compile(r"(?<![\w-])(?<!\d\.)\d(?:[ -]?\d){12,18}(?![\w-])")
 
 
 def luhn_valid(digits: str) -> bool:

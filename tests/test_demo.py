@@ -68,7 +68,9 @@ def test_make_demo_runs_everything_on_embedded_defaults(tmp_path: Path) -> None:
         assert {m["id"] for m in methods.json()} == {"visa", "master", "amex", "cashpay"}
         home = _wait_for(f"http://127.0.0.1:{shop_port}/", deadline)
         assert "Tienda Tlali" in home.text
-        while time.monotonic() < deadline and b"ready." not in log_path.read_bytes():
+        while time.monotonic() < deadline and not all(
+            started in log_path.read_bytes() for started in (b"ready.", b"beat: Starting")
+        ):
             time.sleep(0.3)
         output = log_path.read_text(errors="replace")
         assert "ready." in output, output  # the Celery worker is consuming

@@ -21,10 +21,11 @@ from django.db import OperationalError
 from django.test import Client
 from django.urls import reverse
 
+import webhooks.queue
 import webhooks.writer
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.notifications import Notification
-from webhooks.queue import PROCESS_TASK, is_marked
+from webhooks.queue import DISPATCH_TASK, PROCESS_TASK, dispatch_pending, enqueue_many, is_marked
 from webhooks.writer import insert_events, writer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("empty_broker")]
@@ -198,3 +199,52 @@ def test_a_database_too_slow_is_answered_503_after_the_store_timeout(
 
     assert response.status_code == 503
     wait_for(lambda: WebhookEvent.objects.count() == 1)
+
+
+def test_in_a_flood_a_batch_queues_one_dispatcher_and_the_rest_wait_pending(
+    settings: Any, celery_app: Celery
+) -> None:
+    """Past the batching rate (here 3 in 3 seconds), a batch's payments beyond the first three go
+    to the pending list behind one dispatcher; dispatched, every payment has its one task."""
+    settings.WEBHOOKS_BATCH_ABOVE_PER_SECOND = 1
+    payments = [str(uuid.uuid4()) for _ in range(10)]
+    barrier = threading.Barrier(len(payments))
+    statuses: list[int] = []
+
+    def send(payment_id: str) -> None:
+        client = Client()
+        barrier.wait(timeout=10)
+        statuses.append(post(payment_id, client).status_code)
+
+    threads = [threading.Thread(target=send, args=(p,)) for p in payments]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert statuses == [200] * 10
+    wait_for(lambda: all(is_marked(payment) for payment in payments))
+
+    seen: list[tuple[str, list[Any]]] = []
+
+    def dispatcher_queued() -> bool:
+        seen.extend(queued(celery_app))
+        return (DISPATCH_TASK, []) in seen
+
+    wait_for(dispatcher_queued)
+    direct = [args[0] for name, args in seen if name == PROCESS_TASK]
+    assert len(direct) <= 3
+    assert dispatch_pending(force=True).queued == 10 - len(direct)
+    later = [args[0] for name, args in queued(celery_app) if name == PROCESS_TASK]
+    assert sorted(direct + later) == sorted(payments)
+
+
+def test_a_batch_is_queued_even_if_redis_forgot_the_admission_script(celery_app: Celery) -> None:
+    """Redis restarted (its scripts gone): the batch's pipelined script is loaded again."""
+    payment_ids = [str(uuid.uuid4()) for _ in range(3)]
+    backend = webhooks.queue._redis()
+    assert backend is not None
+    backend.client.script_flush()
+
+    assert enqueue_many(payment_ids) == 3
+
+    assert sorted(queued(celery_app)) == sorted((PROCESS_TASK, [p]) for p in payment_ids)
