@@ -1,5 +1,5 @@
-"""Support for the worker tests: a TCP proxy that can make Redis unreachable on demand, and a
-Celery worker in a process of its own that a test can kill."""
+"""Support for the webhook tests: the tasks waiting in the real broker, a TCP proxy that can make
+Redis unreachable on demand, and a Celery worker in a process of its own that a test can kill."""
 
 from __future__ import annotations
 
@@ -12,8 +12,26 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.support import ROOT, free_port
+
+
+def take_queued_with_eta(app: Any) -> list[tuple[str, list[Any], str | None]]:
+    """The tasks waiting in the broker's default queue, as (task name, args, eta); taken off
+    it, so that the next call sees only what was queued since."""
+    tasks: list[tuple[str, list[Any], str | None]] = []
+    with app.connection_for_write() as connection:
+        channel, queue = connection.default_channel, app.conf.task_default_queue
+        while (message := channel.basic_get(queue=queue, no_ack=True)) is not None:
+            args, _kwargs, _options = message.decode()
+            tasks.append((message.headers["task"], list(args), message.headers.get("eta")))
+    return tasks
+
+
+def take_queued(app: Any) -> list[tuple[str, list[Any]]]:
+    """The tasks waiting in the broker's default queue, as (task name, args); taken off it."""
+    return [(name, args) for name, args, _eta in take_queued_with_eta(app)]
 
 
 class TcpProxy:

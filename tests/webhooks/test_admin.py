@@ -26,6 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from payments.models import CaptureMethod, Payment, PaymentStatus
+from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.queue import PROCESS_TASK
 
@@ -133,20 +134,8 @@ def states(events: list[WebhookEvent]) -> list[str]:
     return [WebhookEvent.objects.get(pk=event.pk).state for event in events]
 
 
-def queued_tasks(app: Celery) -> list[tuple[str, list[Any]]]:
-    """The tasks waiting in the broker's default queue, as (task name, args); taken off it."""
-    tasks: list[tuple[str, list[Any]]] = []
-    with app.connection_for_write() as connection:
-        channel = connection.default_channel
-        queue = app.conf.task_default_queue
-        while (message := channel.basic_get(queue=queue, no_ack=True)) is not None:
-            args, _kwargs, _options = message.decode()
-            tasks.append((message.headers["task"], list(args)))
-    return tasks
-
-
 def queued_payment_ids(app: Celery) -> set[str]:
-    tasks = queued_tasks(app)
+    tasks = take_queued(app)
     assert all(name == PROCESS_TASK for name, _ in tasks), tasks
     ids = [args[0] for _, args in tasks]
     assert len(ids) == len(set(ids)), ids
@@ -416,7 +405,7 @@ def test_retrying_only_skippable_events_says_so_and_queues_nothing(
         response = run_action(admin_client, "retry_selected", events)
 
     assert states(events) == [WebhookState.PROCESSED, WebhookState.RECEIVED]
-    assert queued_tasks(celery_app) == []
+    assert take_queued(celery_app) == []
     assert [level for level, _ in messages_of(response)] == ["warning"]
     assert messages_of(response)[0][1].startswith("2 event(s) skipped")
 
@@ -433,7 +422,7 @@ def test_events_of_one_payment_are_queued_once(
         response = run_action(admin_client, "retry_selected", events)
 
     assert states(events) == [WebhookState.RECEIVED] * 3
-    assert queued_tasks(celery_app) == [(PROCESS_TASK, [payment_id])]
+    assert take_queued(celery_app) == [(PROCESS_TASK, [payment_id])]
     assert messages_of(response) == [("success", "3 event(s) queued for retry.")]
 
 
@@ -461,7 +450,7 @@ def test_view_only_staff_cannot_retry_or_replay(
     assert offered_actions(listing) == set()
     assert forced.status_code in (200, 403)
     assert states([failed, processed]) == [WebhookState.FAILED, WebhookState.PROCESSED]
-    assert queued_tasks(celery_app) == []
+    assert take_queued(celery_app) == []
 
 
 def test_staff_with_the_process_permission_can_retry_and_replay(
@@ -507,7 +496,7 @@ def test_the_process_permission_without_view_opens_nothing(
     assert listing.status_code == 403
     assert forced.status_code == 403
     assert states([failed]) == [WebhookState.FAILED]
-    assert queued_tasks(celery_app) == []
+    assert take_queued(celery_app) == []
 
 
 # --- POST with CSRF ------------------------------------------------------------------------------
@@ -533,7 +522,7 @@ def test_actions_need_the_csrf_token(
         )
     assert refused.status_code == 403
     assert states([failed]) == [WebhookState.FAILED]
-    assert queued_tasks(celery_app) == []
+    assert take_queued(celery_app) == []
 
     listing = client.get(reverse(CHANGELIST))
     token = listing.context["csrf_token"]
@@ -562,4 +551,4 @@ def test_actions_cannot_be_run_by_get(
 
     assert response.status_code == 200
     assert states([failed]) == [WebhookState.FAILED]
-    assert queued_tasks(celery_app) == []
+    assert take_queued(celery_app) == []

@@ -24,6 +24,7 @@ from django.test import Client
 from django.urls import reverse
 
 import webhooks.queue
+from tests.webhooks.support import take_queued, take_queued_with_eta
 from webhooks.models import WebhookEvent
 from webhooks.queue import DISPATCH_TASK, PROCESS_TASK, dispatch_pending, enqueue_processing
 from webhooks.queue import is_marked as marked
@@ -80,19 +81,9 @@ def deliver(
     return post
 
 
-def queued(app: Celery) -> list[tuple[str, list[Any], Any]]:
-    """Tasks waiting in the broker, taken off it: (name, args, eta)."""
-    tasks: list[tuple[str, list[Any], Any]] = []
-    with app.connection_for_write() as connection:
-        channel, queue = connection.default_channel, app.conf.task_default_queue
-        while (message := channel.basic_get(queue=queue, no_ack=True)) is not None:
-            args, _kwargs, _options = message.decode()
-            tasks.append((message.headers["task"], list(args), message.headers.get("eta")))
-    return tasks
-
-
-def names(tasks: list[tuple[str, list[Any], Any]]) -> list[tuple[str, list[Any]]]:
-    return [(name, args) for name, args, _eta in tasks]
+def processing(payment_ids: list[str]) -> list[tuple[str, list[str]]]:
+    """The processing tasks of these payments, in order, as `take_queued` reads them."""
+    return [(PROCESS_TASK, [payment_id]) for payment_id in payment_ids]
 
 
 def payments(count: int) -> list[str]:
@@ -120,7 +111,7 @@ def test_in_calm_traffic_each_new_payment_queues_its_task_at_once(
     for payment_id in ids:
         deliver(payment_id)
 
-    assert names(queued(celery_app)) == [(PROCESS_TASK, [payment_id]) for payment_id in ids]
+    assert take_queued(celery_app) == processing(ids)
     assert dispatch_pending() == webhooks.queue.Dispatch(held=False, queued=0)
     assert all(marked(payment_id) for payment_id in ids)
 
@@ -133,8 +124,8 @@ def test_a_flood_batches_new_payments_behind_one_dispatcher(
     at_once, batched = flood
 
     assert WebhookEvent.objects.count() == 10
-    assert names(queued(celery_app)) == [
-        *((PROCESS_TASK, [payment_id]) for payment_id in at_once),
+    assert take_queued(celery_app) == [
+        *processing(at_once),
         (DISPATCH_TASK, []),
     ]
     assert all(marked(payment_id) for payment_id in batched)
@@ -146,14 +137,14 @@ def test_the_dispatcher_holds_while_the_flood_lasts_then_queues_each_payment_onc
     """While the flood lasts the dispatcher holds the list; three quiet seconds later it queues
     one processing task per batched payment, and the list is empty."""
     _, batched = flood
-    queued(celery_app)
+    take_queued(celery_app)
 
     assert dispatch_pending() == webhooks.queue.Dispatch(held=True)
-    assert queued(celery_app) == []
+    assert take_queued(celery_app) == []
 
     clock.advance(3)
     assert dispatch_pending() == webhooks.queue.Dispatch(held=False, queued=2)
-    assert names(queued(celery_app)) == [(PROCESS_TASK, [payment_id]) for payment_id in batched]
+    assert take_queued(celery_app) == processing(batched)
     assert dispatch_pending() == webhooks.queue.Dispatch(held=False, queued=0)
 
 
@@ -167,7 +158,7 @@ def test_a_flood_that_goes_on_is_held_no_longer_than_the_maximum(
     """A flood that never ends does not hold the pending payments for ever: after the maximum
     hold they are queued although notifications keep pouring in."""
     _, batched = flood
-    queued(celery_app)
+    take_queued(celery_app)
     for _ in range(batching.WEBHOOKS_BATCH_MAX_HOLD - 1):
         clock.advance(1)
         for _ in range(3):
@@ -178,7 +169,7 @@ def test_a_flood_that_goes_on_is_held_no_longer_than_the_maximum(
     for _ in range(3):
         deliver(batched[0])
     assert dispatch_pending() == webhooks.queue.Dispatch(held=False, queued=2)
-    assert names(queued(celery_app)) == [(PROCESS_TASK, [payment_id]) for payment_id in batched]
+    assert take_queued(celery_app) == processing(batched)
 
 
 def test_the_dispatcher_task_looks_again_shortly_while_held(
@@ -187,16 +178,16 @@ def test_the_dispatcher_task_looks_again_shortly_while_held(
     """The dispatcher task, finding the flood on, queues itself again with a countdown (and
     nothing else); run once the flood is over, it queues the batched payments."""
     _, batched = flood
-    queued(celery_app)
+    take_queued(celery_app)
 
     assert webhook_dispatch_task() == "held"
-    [(name, args, eta)] = queued(celery_app)
+    [(name, args, eta)] = take_queued_with_eta(celery_app)
     assert (name, args) == (DISPATCH_TASK, [])
     assert eta is not None
 
     clock.advance(3)
     assert webhook_dispatch_task() == "queued 2"
-    assert names(queued(celery_app)) == [(PROCESS_TASK, [payment_id]) for payment_id in batched]
+    assert take_queued(celery_app) == processing(batched)
 
 
 def test_a_pending_list_whose_dispatcher_was_lost_is_emptied_by_the_relay(
@@ -205,12 +196,12 @@ def test_a_pending_list_whose_dispatcher_was_lost_is_emptied_by_the_relay(
     """If the dispatcher task is lost (a worker died with it, or it could not be queued), the
     relay's next run queues the batched payments once the flood is over."""
     _, batched = flood
-    queued(celery_app)  # the dispatcher is lost
+    take_queued(celery_app)  # the dispatcher is lost
 
     clock.advance(3)
     webhook_relay_task()
 
-    assert names(queued(celery_app)) == [(PROCESS_TASK, [payment_id]) for payment_id in batched]
+    assert take_queued(celery_app) == processing(batched)
 
 
 def test_a_notification_after_the_payments_task_started_is_batched_again_in_a_flood(
@@ -222,13 +213,13 @@ def test_a_notification_after_the_payments_task_started_is_batched_again_in_a_fl
     """A payment whose task has started (its marker gone) and gets a new notification in a
     flood is pending again: nothing is lost, the dispatcher will queue it."""
     at_once, _ = flood
-    queued(celery_app)
+    take_queued(celery_app)
     webhooks.queue.unmark_queued(at_once[0])  # its task has started
 
     deliver(at_once[0])
 
     assert marked(at_once[0])
-    assert queued(celery_app) == []  # the dispatcher queued by the flood is still on its way
+    assert take_queued(celery_app) == []  # the dispatcher queued by the flood is still on its way
     clock.advance(3)
     assert dispatch_pending().queued == 3
 
@@ -245,7 +236,7 @@ def test_without_redis_each_new_payment_queues_its_task_once(
     assert enqueue_processing(payment_id)
     assert enqueue_processing(payment_id)
 
-    assert names(queued(celery_app)) == [(PROCESS_TASK, [payment_id])]
+    assert take_queued(celery_app) == [(PROCESS_TASK, [payment_id])]
     assert marked(payment_id)
     assert dispatch_pending() == webhooks.queue.Dispatch(held=False, queued=0)
 
@@ -256,17 +247,17 @@ def test_the_relay_command_queues_what_a_finished_flood_left_pending(
     """`webhooks_relay` says the flood holds the list while it lasts, and queues the pending
     payments once it is over."""
     _, batched = flood
-    queued(celery_app)
+    take_queued(celery_app)
     out = StringIO()
 
     call_command("webhooks_relay", stdout=out)
     assert "A flood is on" in out.getvalue()
-    assert queued(celery_app) == []
+    assert take_queued(celery_app) == []
 
     clock.advance(3)
     call_command("webhooks_relay", stdout=out)
     assert "2 pending payment(s) queued." in out.getvalue()
-    assert names(queued(celery_app)) == [(PROCESS_TASK, [payment_id]) for payment_id in batched]
+    assert take_queued(celery_app) == processing(batched)
 
 
 def test_a_pending_list_left_without_dispatcher_calls_one_at_the_next_flood(
@@ -278,15 +269,15 @@ def test_a_pending_list_left_without_dispatcher_calls_one_at_the_next_flood(
 ) -> None:
     """A pending list older than the longest hold has lost its dispatcher: the next payment
     batched in a flood calls another one (without waiting for the relay)."""
-    queued(celery_app)  # the dispatcher is lost
+    take_queued(celery_app)  # the dispatcher is lost
     clock.advance(batching.WEBHOOKS_BATCH_MAX_HOLD + 6)
     later = payments(7)
 
     for payment_id in later:
         deliver(payment_id)
 
-    assert names(queued(celery_app)) == [
-        *((PROCESS_TASK, [payment_id]) for payment_id in later[:6]),
+    assert take_queued(celery_app) == [
+        *processing(later[:6]),
         (DISPATCH_TASK, []),
     ]
     assert dispatch_pending().queued == 3

@@ -28,6 +28,7 @@ from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStat
 from tests.checkout.conftest import make_order
 from tests.payments.factories import create_payment
 from tests.support import Api
+from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.queue import PROCESS_TASK, enqueue_processing, is_marked
 from webhooks.services import (
@@ -51,7 +52,7 @@ def empty_redis(celery_app: Any) -> Iterator[None]:
     """No queued marker, lookup budget or queued task left over from another test."""
     cache.clear()
     yield
-    drain_queue(celery_app)
+    take_queued(celery_app)
     cache.clear()
 
 
@@ -67,24 +68,6 @@ def provider_gets(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(PaymentsClient, "get_payment", counting)
     return calls
-
-
-def drain_queue(app: Any) -> list[tuple[str, list[Any]]]:
-    """Take every task waiting in the broker's default queue: (task name, args)."""
-    taken: list[tuple[str, list[Any]]] = []
-    with app.connection_for_read() as conn:
-        queue = conn.SimpleQueue(app.conf.task_default_queue, no_ack=True)
-        try:
-            while True:
-                try:
-                    message = queue.get(block=False)
-                except queue.Empty:
-                    break
-                args, _kwargs, _embed = message.payload
-                taken.append((message.headers["task"], list(args)))
-        finally:
-            queue.close()
-    return taken
 
 
 def notify(payment_id: str, event_type: str = "UPDATE", count: int = 1, **fields: Any) -> list[int]:
@@ -207,7 +190,7 @@ def test_a_burst_for_one_payment_is_one_provider_read_and_a_later_one_is_another
     payment = create_payment(provider)
     burst = notify(payment.provider_id, count=10)
     assert enqueue_processing(payment.provider_id)
-    assert drain_queue(celery_app) == [(PROCESS_TASK, [payment.provider_id])]
+    assert take_queued(celery_app) == [(PROCESS_TASK, [payment.provider_id])]
 
     # When the task processes them
     outcome = webhook_process(payment_id=payment.provider_id, task_id="burst")
@@ -466,7 +449,7 @@ def test_lookups_of_unknown_ids_are_bounded_per_minute_and_the_rest_wait(
 
     # Then the seven deferred rows are queued again
     assert relayed == 7
-    queued = drain_queue(celery_app)
+    queued = take_queued(celery_app)
     assert sorted(args[0] for _, args in queued) == sorted(unknown[3:])
     assert {name for name, _ in queued} == {PROCESS_TASK}
 
@@ -560,7 +543,7 @@ def test_rows_given_up_on_are_failed_and_staff_can_retry_them(
     assert {(e.state, e.last_error, e.task_id, e.processed_at) for e in events(pks)} == {
         (WebhookState.RECEIVED, "", "", None)
     }
-    assert drain_queue(celery_app) == [(PROCESS_TASK, [payment.provider_id])]
+    assert take_queued(celery_app) == [(PROCESS_TASK, [payment.provider_id])]
 
     # And once the provider answers, that task processes them
     provider_back(provider)
@@ -638,7 +621,7 @@ def test_rows_the_broker_never_got_are_relayed_once(
     assert relayed == 3
     assert all(e.relayed_at is not None and e.state == WebhookState.RECEIVED for e in events(old))
     assert [e.relayed_at for e in events(recent)] == [None]
-    queued = drain_queue(celery_app)
+    queued = take_queued(celery_app)
     assert sorted(queued) == sorted([(PROCESS_TASK, [first]), (PROCESS_TASK, [second])])
     assert is_marked(first)
     assert is_marked(second)
@@ -649,7 +632,7 @@ def test_rows_the_broker_never_got_are_relayed_once(
 
     # Then nothing is relayed twice
     assert again == 0
-    assert drain_queue(celery_app) == []
+    assert take_queued(celery_app) == []
 
 
 @pytest.mark.django_db

@@ -31,6 +31,7 @@ from django.urls import resolve, reverse
 
 from checkout.services import webhook_url
 from tests.support import free_port
+from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.queue import PROCESS_TASK, is_marked
 from webhooks.services import webhook_relay
@@ -69,22 +70,6 @@ def post(
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     extra.setdefault("content_type", "application/json")
     return client.post(hook_path(token), data=data, **extra)
-
-
-def queued_tasks(app: Celery) -> list[tuple[str, list[Any]]]:
-    """The tasks waiting in the broker's default queue, as (task name, args); taken off it."""
-    tasks: list[tuple[str, list[Any]]] = []
-    with app.connection_for_write() as connection:
-        channel = connection.default_channel
-        queue = app.conf.task_default_queue
-        while (message := channel.basic_get(queue=queue, no_ack=True)) is not None:
-            args, _kwargs, _options = message.decode()
-            tasks.append((message.headers["task"], list(args)))
-    return tasks
-
-
-def queued_marker(payment_id: str) -> bool:
-    return is_marked(payment_id)
 
 
 def assert_json_error(
@@ -152,8 +137,8 @@ def test_a_valid_notification_is_stored_and_queued(
     assert event.state == WebhookState.RECEIVED
     assert event.attempts == 0
     assert (event.payment_id, event.task_id, event.last_error) == (None, "", "")
-    assert queued_marker(PAYMENT_ID)
-    assert queued_tasks(celery_app) == [(PROCESS_TASK, [PAYMENT_ID])]
+    assert is_marked(PAYMENT_ID)
+    assert take_queued(celery_app) == [(PROCESS_TASK, [PAYMENT_ID])]
 
 
 def test_notifications_for_a_payment_already_queued_add_rows_but_no_task(
@@ -168,7 +153,7 @@ def test_notifications_for_a_payment_already_queued_add_rows_but_no_task(
             assert post(client, notification(event_type=event_type)).status_code == 200
 
     assert WebhookEvent.objects.filter(provider_payment_id=PAYMENT_ID).count() == 3
-    assert queued_tasks(celery_app) == [(PROCESS_TASK, [PAYMENT_ID])]
+    assert take_queued(celery_app) == [(PROCESS_TASK, [PAYMENT_ID])]
 
 
 def test_the_receiver_is_csrf_exempt(
@@ -320,7 +305,7 @@ def test_a_wrong_token_is_not_found_stores_nothing_and_leaks_nothing(
     for response in answers:
         assert_json_error(response, 404, "not_found")
     assert not WebhookEvent.objects.exists()
-    assert queued_tasks(celery_app) == []
+    assert take_queued(celery_app) == []
     logged = everything_logged(all_logs)
     assert TOKEN not in logged
     assert TOKEN.lower() not in logged.lower()
@@ -374,7 +359,7 @@ def test_other_methods_are_not_allowed(client: Client, celery_app: Celery, metho
     assert_json_error(response, 405, "method_not_allowed")
     assert response["Allow"] == "POST"
     assert not WebhookEvent.objects.exists()
-    assert queued_tasks(celery_app) == []
+    assert take_queued(celery_app) == []
 
 
 # --- Invalid bodies ----------------------------------------------------------------------------
@@ -459,7 +444,7 @@ BAD_FIELD_BODIES = _bad_field_bodies()
 
 def assert_nothing_stored_or_queued(app: Celery) -> None:
     assert not WebhookEvent.objects.exists()
-    assert queued_tasks(app) == []
+    assert take_queued(app) == []
 
 
 @pytest.mark.parametrize("body", INVALID_JSON.values(), ids=INVALID_JSON.keys())
@@ -704,11 +689,11 @@ def test_a_notification_is_kept_when_redis_is_down(
     )
 
     settings.CACHES, settings.REDIS_URL = real_caches, real_redis  # Redis is back
-    assert queued_tasks(celery_app) == []
+    assert take_queued(celery_app) == []
     with django_capture_on_commit_callbacks(execute=True):
         relayed = webhook_relay(older_than=timedelta(0))
     assert relayed == 1
-    assert queued_tasks(celery_app) == [(PROCESS_TASK, [PAYMENT_ID])]
+    assert take_queued(celery_app) == [(PROCESS_TASK, [PAYMENT_ID])]
 
 
 # --- The address given to the provider ---------------------------------------------------------

@@ -23,6 +23,7 @@ from django.urls import reverse
 
 import webhooks.queue
 import webhooks.writer
+from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.notifications import Notification
 from webhooks.queue import DISPATCH_TASK, PROCESS_TASK, dispatch_pending, enqueue_many, is_marked
@@ -48,16 +49,6 @@ def post(payment_id: str, client: Client | None = None) -> Any:
         json.dumps(body),
         content_type="application/json",
     )
-
-
-def queued(app: Celery) -> list[tuple[str, list[Any]]]:
-    tasks: list[tuple[str, list[Any]]] = []
-    with app.connection_for_write() as connection:
-        channel, queue = connection.default_channel, app.conf.task_default_queue
-        while (message := channel.basic_get(queue=queue, no_ack=True)) is not None:
-            args, _kwargs, _options = message.decode()
-            tasks.append((message.headers["task"], list(args)))
-    return tasks
 
 
 def wait_for(condition: Any, timeout: float = 10) -> None:
@@ -124,7 +115,7 @@ def test_notifications_arriving_at_once_are_each_answered_with_their_own_committ
     seen: list[tuple[str, list[Any]]] = []
 
     def all_queued() -> bool:  # queued by the writer after it answered
-        seen.extend(queued(celery_app))
+        seen.extend(take_queued(celery_app))
         return len(seen) >= len(payments)
 
     wait_for(all_queued)
@@ -227,14 +218,14 @@ def test_in_a_flood_a_batch_queues_one_dispatcher_and_the_rest_wait_pending(
     seen: list[tuple[str, list[Any]]] = []
 
     def dispatcher_queued() -> bool:
-        seen.extend(queued(celery_app))
+        seen.extend(take_queued(celery_app))
         return (DISPATCH_TASK, []) in seen
 
     wait_for(dispatcher_queued)
     direct = [args[0] for name, args in seen if name == PROCESS_TASK]
     assert len(direct) <= 3
     assert dispatch_pending(force=True).queued == 10 - len(direct)
-    later = [args[0] for name, args in queued(celery_app) if name == PROCESS_TASK]
+    later = [args[0] for name, args in take_queued(celery_app) if name == PROCESS_TASK]
     assert sorted(direct + later) == sorted(payments)
 
 
@@ -247,4 +238,4 @@ def test_a_batch_is_queued_even_if_redis_forgot_the_admission_script(celery_app:
 
     assert enqueue_many(payment_ids) == 3
 
-    assert sorted(queued(celery_app)) == sorted((PROCESS_TASK, [p]) for p in payment_ids)
+    assert sorted(take_queued(celery_app)) == sorted((PROCESS_TASK, [p]) for p in payment_ids)
