@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from enum import IntEnum
@@ -123,8 +123,14 @@ def _marker(payment_id: str) -> str:
     return _key(f"queued:{payment_id}")
 
 
-def _arrivals(second: int) -> str:
-    return _key(f"arrivals:{second}")
+def _arrival_keys(now: int) -> list[str]:
+    """The arrival counters of the last `ARRIVALS_WINDOW` seconds, newest first."""
+    return [_key(f"arrivals:{now - ago}") for ago in range(ARRIVALS_WINDOW)]
+
+
+def _flood_threshold() -> int:
+    """More arrivals than this over the window is a flood."""
+    return settings.WEBHOOKS_BATCH_ABOVE_PER_SECOND * ARRIVALS_WINDOW
 
 
 PENDING = "pending"
@@ -149,20 +155,35 @@ def enqueue_many(payment_ids: list[str]) -> int:
     group commit). Returns how many were handed over; the others wait for the relay."""
     backend = _redis()
     if backend is None:
-        handed = 0
-        for payment_id in payment_ids:
-            if not cache.add(_marker(payment_id), 1, timeout=QUEUED_MARKER_TTL):
-                handed += 1
-            elif publish_processing(payment_id):
-                handed += 1
-        return handed
+        to_queue = [
+            payment_id
+            for payment_id in payment_ids
+            if cache.add(_marker(payment_id), 1, timeout=QUEUED_MARKER_TTL)
+        ]
+        call_dispatcher = False
+    else:
+        admissions = _admit(backend, payment_ids)
+        if admissions is None:
+            return 0
+        to_queue = [
+            payment_id
+            for payment_id, admission in zip(payment_ids, admissions, strict=True)
+            if admission is Admission.QUEUE_TASK
+        ]
+        call_dispatcher = Admission.QUEUE_DISPATCHER in admissions
+    handed = len(payment_ids) - len(to_queue) + _publish_processing(to_queue)
+    if call_dispatcher:
+        # If this fails, the relay empties the pending list on its next run.
+        _publish(DISPATCH_TASK, [()])
+    return handed
+
+
+def _admit(backend: _Redis, payment_ids: list[str]) -> list[Admission] | None:
+    """The admission script's answer for each notification, or None (logged) if Redis is
+    down: then the relay queues them."""
     now = int(time.time())
-    arrivals = [_arrivals(now - ago) for ago in range(ARRIVALS_WINDOW)]
-    limits = [
-        settings.WEBHOOKS_BATCH_ABOVE_PER_SECOND * ARRIVALS_WINDOW,
-        now,
-        settings.WEBHOOKS_BATCH_MAX_HOLD + 5,
-    ]
+    arrivals = _arrival_keys(now)
+    limits = [_flood_threshold(), now, settings.WEBHOOKS_BATCH_MAX_HOLD + 5]
     calls = [
         (
             [
@@ -179,31 +200,14 @@ def enqueue_many(payment_ids: list[str]) -> int:
     try:
         if len(calls) == 1:
             keys, args = calls[0]
-            admissions = [Admission(backend.admit(keys=keys, args=args))]
-        else:
-            admissions = [Admission(answer) for answer in _admit_all(backend, calls)]
-    except Exception as exc:  # Redis down: leave it to the relay
-        if len(payment_ids) == 1:
-            logger.warning(
-                "webhook for payment %s not queued (%s); the relay will", payment_ids[0], exc
-            )
-        else:
-            logger.warning(
-                "webhooks for %d payments not queued (%s); the relay will", len(payment_ids), exc
-            )
-        return 0
-    to_queue = [
-        payment_id
-        for payment_id, admission in zip(payment_ids, admissions, strict=True)
-        if admission is Admission.QUEUE_TASK
-    ]
-    handed = len(payment_ids) - len(to_queue)
-    if to_queue:
-        handed += _publish_all(to_queue)
-    if Admission.QUEUE_DISPATCHER in admissions:
-        # If this fails, the relay empties the pending list on its next run.
-        _publish(DISPATCH_TASK, ())
-    return handed
+            return [Admission(backend.admit(keys=keys, args=args))]
+        return [Admission(answer) for answer in _admit_all(backend, calls)]
+    except Exception as exc:
+        which = (
+            f"payment {payment_ids[0]}" if len(payment_ids) == 1 else f"{len(payment_ids)} payments"
+        )
+        logger.warning("webhook for %s not queued (%s); the relay will", which, exc)
+        return None
 
 
 def _admit_all(backend: _Redis, calls: list[tuple[list[str], list[object]]]) -> list[int]:
@@ -223,15 +227,6 @@ def _admit_all(backend: _Redis, calls: list[tuple[list[str], list[object]]]) -> 
     raise AssertionError("unreachable")
 
 
-def publish_processing(payment_id: str) -> bool:
-    """Queue the payment's processing task. False (and no marker) if the broker is down."""
-    if _publish(PROCESS_TASK, (payment_id,)):
-        return True
-    logger.warning("webhook for payment %s not queued; the relay will", payment_id)
-    unmark_queued(payment_id)
-    return False
-
-
 def queue_now(payment_ids: Iterable[str]) -> int:
     """Queue a processing task for each payment at once, whatever is on its way (the relay,
     staff's retry): a task already queued that finds nothing left to claim costs nothing."""
@@ -243,20 +238,34 @@ def queue_now(payment_ids: Iterable[str]) -> int:
                 cache.set(_marker(payment_id), 1, timeout=QUEUED_MARKER_TTL)
             else:
                 backend.client.set(_marker(payment_id), 1, ex=QUEUED_MARKER_TTL)
-    return _publish_all(ids)
+    return _publish_processing(ids)
 
 
-def _publish(task: str, args: tuple[str, ...], **options: Any) -> bool:
+def _publish(task: str, calls: Sequence[tuple[str, ...]]) -> int:
+    """Send `task` once for each tuple of arguments, over one producer; how many were sent."""
+    sent = 0
     try:
         with current_app.producer_or_acquire() as producer:
             # A broker that is down fails here at once: left to itself, kombu would keep
             # reconnecting for seconds on every publish while the provider waits for the answer.
             producer.connection.ensure_connection(max_retries=0)
-            current_app.send_task(task, args=args, retry=False, producer=producer, **options)
+            for args in calls:
+                current_app.send_task(task, args=args, retry=False, producer=producer)
+                sent += 1
     except Exception as exc:
-        logger.warning("%s not queued: %s", task, exc)
-        return False
-    return True
+        logger.warning("%d %s message(s) not queued: %s", len(calls) - sent, task, exc)
+    return sent
+
+
+def _publish_processing(payment_ids: list[str]) -> int:
+    """Queue a processing task for each payment. A payment whose task could not be queued
+    loses its marker and waits for the relay."""
+    if not payment_ids:
+        return 0
+    sent = _publish(PROCESS_TASK, [(payment_id,) for payment_id in payment_ids])
+    for payment_id in payment_ids[sent:]:
+        unmark_queued(payment_id)
+    return sent
 
 
 def unmark_queued(payment_id: str) -> None:
@@ -267,11 +276,6 @@ def unmark_queued(payment_id: str) -> None:
             cache.delete(_marker(payment_id))
         else:
             backend.client.delete(_marker(payment_id))
-
-
-def recent_arrivals(client: redis.Redis, now: int) -> int:
-    counts = client.mget([_arrivals(now - ago) for ago in range(ARRIVALS_WINDOW)])
-    return sum(int(count or 0) for count in counts)
 
 
 def dispatch_pending(*, force: bool = False) -> Dispatch:
@@ -287,33 +291,13 @@ def dispatch_pending(*, force: bool = False) -> Dispatch:
         since = client.get(_key(PENDING_SINCE))
         if since is None and not client.llen(_key(PENDING)):
             return Dispatch(held=False)
-        threshold = settings.WEBHOOKS_BATCH_ABOVE_PER_SECOND * ARRIVALS_WINDOW
         held_for = now - int(since or 0)
-        if held_for < settings.WEBHOOKS_BATCH_MAX_HOLD and recent_arrivals(client, now) > threshold:
+        arrivals = sum(int(count or 0) for count in client.mget(_arrival_keys(now)))
+        if held_for < settings.WEBHOOKS_BATCH_MAX_HOLD and arrivals > _flood_threshold():
             return Dispatch(held=True)
     queued = 0
     while ids := backend.take(keys=[_key(PENDING), _key(PENDING_SINCE)], args=[DISPATCH_BATCH]):
-        queued += _publish_all(payment.decode() for payment in ids)
+        queued += _publish_processing([payment.decode() for payment in ids])
     if queued:
         logger.info("dispatched %d pending webhook payment(s)", queued)
     return Dispatch(held=False, queued=queued)
-
-
-def _publish_all(payment_ids: Iterable[str]) -> int:
-    """Queue a processing task each, over one producer. A payment whose task could not be
-    queued loses its marker and waits for the relay."""
-    queued = 0
-    pending = list(payment_ids)
-    try:
-        with current_app.producer_or_acquire() as producer:
-            producer.connection.ensure_connection(max_retries=0)
-            for payment_id in pending:
-                current_app.send_task(
-                    PROCESS_TASK, args=(payment_id,), retry=False, producer=producer
-                )
-                queued += 1
-    except Exception as exc:
-        logger.warning("%d pending webhook payment(s) not queued (%s)", len(pending) - queued, exc)
-        for payment_id in pending[queued:]:
-            unmark_queued(payment_id)
-    return queued

@@ -147,9 +147,12 @@ class EventWriter:
                 connections[WebhookEvent.objects.db].close()
                 ids = insert_events(rows)
         except Exception as exc:  # answered as unavailable: the provider sends it again
-            logger.error("%d webhook notification(s) not stored: %s", len(jobs), exc)
-            if not isinstance(exc, DatabaseError):
-                logger.exception("webhook writer")
+            logger.error(  # a traceback for anything but the database failing
+                "%d webhook notification(s) not stored: %s",
+                len(jobs),
+                exc,
+                exc_info=not isinstance(exc, DatabaseError),
+            )
             connections[WebhookEvent.objects.db].close()
             for job in jobs:
                 job.error = exc
