@@ -22,7 +22,6 @@ import json
 import statistics
 import sys
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from bench import runtime
 
@@ -78,11 +77,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--wrk-threads", type=int, default=2, help="wrk threads (2)")
     parser.add_argument("--half-connections", type=int, default=16, help="at half load (16)")
     parser.add_argument("--half-rounds", type=int, default=None, help="(= --rounds)")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
-    parser.add_argument("--worker-class", default="gthread", choices=["gthread", "sync"])
-    parser.add_argument("--threads", type=int, default=4, help="threads per worker (4)")
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    runtime.Gunicorn.add_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -115,7 +110,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     from django.conf import settings
     from django.db import connection
 
-    config = runtime.Gunicorn(args.workers, args.worker_class, args.threads)
+    config = runtime.Gunicorn.from_arguments(args)
     port = runtime.free_port()
     base = f"http://127.0.0.1:{port}"
     receiver = Series("receiver", f"{base}/webhooks/payments/{settings.PAYMENTS_WEBHOOK_TOKEN}/")

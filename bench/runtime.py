@@ -8,6 +8,7 @@ queue). Defaults: postgres://postgres@127.0.0.1:5432/shop_bench and redis://127.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -194,6 +195,26 @@ class Gunicorn:
     def describe(self) -> str:
         threads = f" --threads {self.threads}" if self.worker_class == "gthread" else ""
         return f"gunicorn config.wsgi -w {self.workers} -k {self.worker_class}{threads}"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """The options both benchmarks take: gunicorn's shape, the JSON file, --strict."""
+        defaults = cls()
+        parser.add_argument(
+            "--workers", type=int, default=defaults.workers, help="gunicorn workers (%(default)s)"
+        )
+        parser.add_argument(
+            "--worker-class", default=defaults.worker_class, choices=["gthread", "sync"]
+        )
+        parser.add_argument(
+            "--threads", type=int, default=defaults.threads, help="threads per worker (%(default)s)"
+        )
+        parser.add_argument("--json", type=Path, help="also write the figures to this file")
+        parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+
+    @classmethod
+    def from_arguments(cls, args: argparse.Namespace) -> Gunicorn:
+        return cls(args.workers, args.worker_class, args.threads)
 
 
 @contextmanager

@@ -62,13 +62,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=8, help="Celery worker threads (8)")
     parser.add_argument("--connections", type=int, default=8, help="wrk connections (8)")
     parser.add_argument("--setup-threads", type=int, default=8, help="to create payments (8)")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
-    parser.add_argument("--worker-class", default="gthread", choices=["gthread", "sync"])
-    parser.add_argument("--threads", type=int, default=4, help="threads per worker (4)")
     parser.add_argument("--seed", type=int, default=6, help="shuffle and mix seed (6)")
     parser.add_argument("--timeout", type=float, default=300, help="per drain, seconds (300)")
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    runtime.Gunicorn.add_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -386,7 +382,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     runtime.ensure_database(sandbox_url, fresh=True)
     reset_shop()
     runtime.purge_broker()
-    config = runtime.Gunicorn(args.workers, args.worker_class, args.threads)
+    config = runtime.Gunicorn.from_arguments(args)
     total = args.payments * args.per_payment
     load_before = runtime.load_average()
     print(
