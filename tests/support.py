@@ -313,3 +313,19 @@ def wait_until(predicate: Any, timeout: float = 15, interval: float = 0.1) -> An
             return value
         time.sleep(interval)
     raise AssertionError("condition not met in time")
+
+
+def refuse_provider_calls(monkeypatch: Any) -> list[tuple[str, str]]:
+    """From now on every request the shop tries to send to the provider is recorded, as
+    (method, path), and none gets out: the provider is down."""
+    from payments.client import PaymentsClient
+    from payments.errors import ProviderUnavailable
+
+    sent: list[tuple[str, str]] = []
+
+    def down(self: PaymentsClient, method: str, path: str, **kwargs: Any) -> Any:
+        sent.append((method, path))
+        raise ProviderUnavailable("the provider is down in this test")
+
+    monkeypatch.setattr(PaymentsClient, "_call", down)
+    return sent

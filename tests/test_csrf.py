@@ -35,8 +35,6 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from checkout.models import Order, OrderItem, Product
-from payments.client import PaymentsClient
-from payments.errors import ProviderUnavailable
 from payments.models import (
     CaptureMethod,
     Payment,
@@ -46,6 +44,7 @@ from payments.models import (
     Subscription,
 )
 from tests.checkout.conftest import CUSTOMER, make_order, own
+from tests.support import refuse_provider_calls
 from webhooks.models import WebhookEvent, WebhookState
 
 pytestmark = pytest.mark.django_db
@@ -153,14 +152,7 @@ def _fresh_cache() -> Iterator[None]:
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """Every request the shop tries to send to the provider; none gets out (provider down)."""
-    sent: list[tuple[str, str]] = []
-
-    def down(self: PaymentsClient, method: str, path: str, **kwargs: Any) -> Any:
-        sent.append((method, path))
-        raise ProviderUnavailable("the provider is down in this test")
-
-    monkeypatch.setattr(PaymentsClient, "_call", down)
-    return sent
+    return refuse_provider_calls(monkeypatch)
 
 
 @pytest.fixture

@@ -40,8 +40,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from checkout.models import Order
-from payments.client import PaymentsClient
-from payments.errors import ProviderUnavailable
 from payments.models import (
     CaptureMethod,
     Payment,
@@ -50,6 +48,7 @@ from payments.models import (
     Refund,
     Subscription,
 )
+from tests.support import refuse_provider_calls
 from webhooks.models import WebhookEvent, WebhookState
 
 pytestmark = pytest.mark.django_db
@@ -109,14 +108,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """Every request the shop tries to send to the provider; none gets out (provider down)."""
-    sent: list[tuple[str, str]] = []
-
-    def down(self: PaymentsClient, method: str, path: str, **kwargs: Any) -> Any:
-        sent.append((method, path))
-        raise ProviderUnavailable("the provider is down in this test")
-
-    monkeypatch.setattr(PaymentsClient, "_call", down)
-    return sent
+    return refuse_provider_calls(monkeypatch)
 
 
 @pytest.fixture
