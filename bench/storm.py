@@ -59,7 +59,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--payments", type=int, default=1000, help="payments (1000)")
     parser.add_argument("--per-payment", type=int, default=10, help="notifications each (10)")
-    parser.add_argument("--concurrency", type=int, default=8, help="Celery worker threads (8)")
+    parser.add_argument(
+        "--pool", choices=("threads", "prefork"), default="threads", help="Celery pool (threads)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="Celery worker threads or processes (8)"
+    )
     parser.add_argument("--connections", type=int, default=8, help="wrk connections (8)")
     parser.add_argument("--setup-threads", type=int, default=8, help="to create payments (8)")
     parser.add_argument("--seed", type=int, default=6, help="shuffle and mix seed (6)")
@@ -387,7 +392,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     load_before = runtime.load_average()
     print(
         f"Storm benchmark: {args.payments} payments x {args.per_payment} notifications; "
-        f"{config.describe()}; worker --pool=threads --concurrency={args.concurrency}; "
+        f"{config.describe()}; worker --pool={args.pool} --concurrency={args.concurrency}; "
         f"load {load_before}"
     )
     sandbox_command = [sys.executable, "-m", "bench.sandbox_server", "--port", str(sandbox_port)]
@@ -438,7 +443,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         receiver_url += f"{settings.PAYMENTS_WEBHOOK_TOKEN}/"
         with (
             runtime.gunicorn(config, web_port) as web,
-            runtime.celery_worker(concurrency=args.concurrency) as worker,
+            runtime.celery_worker(concurrency=args.concurrency, pool=args.pool) as worker,
         ):
             services = {"gunicorn": web, "celery worker": worker, "sandbox": sb}
             start = cpu_usage(services)
@@ -494,7 +499,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     drained = storm.complete and before.complete and after.complete
     return {
         "server": config.describe(),
-        "worker": f"celery -A config worker --pool=threads --concurrency={args.concurrency}",
+        "worker": f"celery -A config worker --pool={args.pool} --concurrency={args.concurrency}",
         "payments": len(payments),
         "created": dict(created),
         "mutations": dict(mutated),

@@ -21,9 +21,14 @@ from webhooks.writer import StoreFailed
 
 logger = logging.getLogger(__name__)
 
+RECEIVER_POLICY = "default-src 'none'; frame-ancestors 'none'"
+
 
 def _answer(status: int, body: dict[str, object]) -> JsonResponse:
     response = JsonResponse(body, status=status)
+    # A JSON answer for a machine: nothing in it may load or be framed (the page policy of
+    # `config.security` is for the shop's pages, and leaves a header set here alone).
+    response["Content-Security-Policy"] = RECEIVER_POLICY
     # Django's request logger would write the path, and so the secret token, to the logs.
     response._has_been_logged = True  # type: ignore[attr-defined]
     return response
