@@ -1,7 +1,7 @@
 """Notification storm: 10 notifications for each of 1,000 payments, shuffled, posted to the
 shop's receiver while a Celery worker processes them against a live sandbox.
 
-    python -m bench.storm [--payments 1000] [--per-payment 10] [--concurrency 8] [--strict] ...
+    python -m bench.storm [--payments 1000] [--per-payment 10] [--concurrency 16] [--strict] ...
 
 1. A sandbox of its own (bench/sandbox_server.py: `runsandbox` plus a request counter) on a
    fresh PostgreSQL database `<shop database>_sandbox`, with the demo keys.
@@ -12,7 +12,7 @@ shop's receiver while a Celery worker processes them against a live sandbox.
    cancelled; a quarter of the approvals fully refunded (voided the same day: cancelled) and a
    quarter partly refunded. The shop still holds the old statuses.
 4. gunicorn (the same configuration as bench/receiver.py) and a Celery worker
-   (`--pool=threads --concurrency=8`: the tasks wait on HTTP and the database, and threads cost
+   (`--pool=threads --concurrency=16`: the tasks wait on HTTP and the database, and threads cost
    no extra memory on a 2-core machine; the Procfile's worker uses the threads pool too).
 5. Baseline: 10,000 no-op tasks (bench.tasks.noop_task) sent to the same worker; the time from
    the first send until the worker has run them all. Measured before and after the storm.
@@ -63,7 +63,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--pool", choices=("threads", "prefork"), default="threads", help="Celery pool (threads)"
     )
     parser.add_argument(
-        "--concurrency", type=int, default=8, help="Celery worker threads or processes (8)"
+        "--concurrency", type=int, default=16, help="Celery worker threads or processes (16)"
     )
     parser.add_argument("--connections", type=int, default=8, help="wrk connections (8)")
     parser.add_argument("--setup-threads", type=int, default=8, help="to create payments (8)")
@@ -396,6 +396,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"load {load_before}"
     )
     sandbox_command = [sys.executable, "-m", "bench.sandbox_server", "--port", str(sandbox_port)]
+    # As many sandbox threads as worker slots: the provider should not be what queues the reads.
+    sandbox_command += ["--threads", str(max(8, args.concurrency))]
     with runtime.service("sandbox", sandbox_command, sandbox_env(sandbox_port, sandbox_url)) as sb:
         runtime.wait_for(
             "the sandbox", lambda: runtime.http_ok(f"{settings.PAYMENTS_API_BASE_URL}/healthz"), sb

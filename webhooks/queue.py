@@ -280,8 +280,9 @@ def unmark_queued(payment_id: str) -> None:
 
 def dispatch_pending(*, force: bool = False) -> Dispatch:
     """Queue a processing task for every pending payment, unless a flood is still on (more
-    than the batching rate over the last seconds) and the list is younger than the maximum
-    hold: then it is `held`, and the caller looks again shortly. `force` never holds."""
+    notifications than the batching rate allows in a second, counted over this second and the
+    one before) and the list is younger than the maximum hold: then it is `held`, and the
+    caller looks again shortly. `force` never holds."""
     backend = _redis()
     if backend is None:
         return Dispatch(held=False)
@@ -292,8 +293,14 @@ def dispatch_pending(*, force: bool = False) -> Dispatch:
         if since is None and not client.llen(_key(PENDING)):
             return Dispatch(held=False)
         held_for = now - int(since or 0)
-        arrivals = sum(int(count or 0) for count in client.mget(_arrival_keys(now)))
-        if held_for < settings.WEBHOOKS_BATCH_MAX_HOLD and arrivals > _flood_threshold():
+        # The end of a flood is noticed on the last two seconds alone (this one and the one
+        # before): the held payments should not wait out the receiver's whole window.
+        recent = client.mget(_arrival_keys(now)[:2])
+        arrivals = sum(int(count or 0) for count in recent)
+        if (
+            held_for < settings.WEBHOOKS_BATCH_MAX_HOLD
+            and arrivals > settings.WEBHOOKS_BATCH_ABOVE_PER_SECOND
+        ):
             return Dispatch(held=True)
     queued = 0
     while ids := backend.take(keys=[_key(PENDING), _key(PENDING_SINCE)], args=[DISPATCH_BATCH]):

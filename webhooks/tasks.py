@@ -14,7 +14,7 @@ from webhooks.services import (
     webhook_relay,
 )
 
-DISPATCH_RECHECK = 1.0  # seconds between looks at a flood that holds the pending list
+DISPATCH_RECHECK = 0.5  # seconds between looks at a flood that holds the pending list
 
 
 @shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=None)

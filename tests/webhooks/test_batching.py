@@ -148,6 +148,27 @@ def test_the_dispatcher_holds_while_the_flood_lasts_then_queues_each_payment_onc
     assert dispatch_pending() == webhooks.queue.Dispatch(held=False, queued=0)
 
 
+def test_the_end_of_a_flood_is_noticed_two_seconds_after_its_last_notification(
+    flood: tuple[list[str], list[str]],
+    clock: Clock,
+    deliver: Callable[[str], None],
+    celery_app: Celery,
+) -> None:
+    """The flood's end is judged on this second and the one before: one second after the
+    flood the list is still held, two seconds after it is queued, although the receiver's
+    three-second window still counts the flood."""
+    _, batched = flood
+    take_queued(celery_app)
+
+    clock.advance(1)
+    assert dispatch_pending() == webhooks.queue.Dispatch(held=True)
+    clock.advance(0.5)
+    deliver(batched[0])  # a trickle under the batching rate does not hold the list
+    clock.advance(0.5)
+    assert dispatch_pending() == webhooks.queue.Dispatch(held=False, queued=2)
+    assert take_queued(celery_app) == processing(batched)
+
+
 def test_a_flood_that_goes_on_is_held_no_longer_than_the_maximum(
     flood: tuple[list[str], list[str]],
     clock: Clock,
