@@ -76,8 +76,11 @@ class CorsMiddleware:
 
 
 def _take_fault(method: str, path: str) -> Fault | None:
+    prefixes = _prefixes(path)
+    if not Fault.objects.filter(path_prefix__in=prefixes).exists():
+        return None  # nearly always: one statement, no transaction
     with transaction.atomic():
-        for fault in Fault.objects.select_for_update().filter(path_prefix__in=_prefixes(path)):
+        for fault in Fault.objects.select_for_update().filter(path_prefix__in=prefixes):
             if fault.method and fault.method != method:
                 continue
             if fault.remaining is not None:

@@ -75,34 +75,48 @@ def _save_change(payment: Payment, now: datetime, *, status_changed: bool) -> No
         webhook_enqueue(payment=payment, event_type="UPDATE")
 
 
-def _lock(payment_id: str) -> Payment:
+def _find(payment_id: str, *, lock: bool) -> Payment:
     try:
         pk = uuid.UUID(payment_id)
     except ValueError:
         raise payment_not_found() from None
-    payment = Payment.objects.select_for_update().filter(pk=pk).first()
+    payments = (
+        Payment.objects.select_for_update() if lock else Payment.objects.select_related("method")
+    )
+    payment = payments.filter(pk=pk).first()
     if payment is None:
         raise payment_not_found()
     return payment
 
 
-def _expire_if_due(payment: Payment, now: datetime) -> bool:
-    """Apply an expiry the clock has reached (authorization after 30 days, challenge after 30
-    minutes); True when the payment changed."""
+def _lock(payment_id: str) -> Payment:
+    return _find(payment_id, lock=True)
+
+
+def _expiry_due(payment: Payment, now: datetime) -> str | None:
+    """The status code of an expiry the clock has reached (authorization after 30 days,
+    challenge after 30 minutes), or None."""
     if (
         payment.status == PaymentStatus.AUTHORIZED
         and payment.authorized_at is not None
         and payment.authorized_at + AUTHORIZATION_VALIDITY <= now
     ):
-        _set_status(payment, PaymentStatus.CANCELLED, "CA-EXP01", now)
-    elif (
+        return "CA-EXP01"
+    if (
         payment.status == PaymentStatus.PENDING
         and payment.challenge_expires_at is not None
         and payment.challenge_expires_at <= now
     ):
-        _set_status(payment, PaymentStatus.CANCELLED, "CA-3DS01", now)
-    else:
+        return "CA-3DS01"
+    return None
+
+
+def _expire_if_due(payment: Payment, now: datetime) -> bool:
+    """Apply an expiry the clock has reached; True when the payment changed."""
+    code = _expiry_due(payment, now)
+    if code is None:
         return False
+    _set_status(payment, PaymentStatus.CANCELLED, code, now)
     _save_change(payment, now, status_changed=True)
     return True
 
@@ -190,7 +204,11 @@ def payment_create(*, data: dict[str, Any]) -> Payment:
 
 
 def payment_get(*, payment_id: str) -> Payment:
-    """GET /payments/{id}, with any expiry the clock has reached applied first."""
+    """GET /payments/{id}, with any expiry the clock has reached applied first. A read is
+    not locked (two statements, no transaction) unless there is an expiry to apply."""
+    payment = _find(payment_id, lock=False)
+    if _expiry_due(payment, clock.now()) is None:
+        return payment
     with transaction.atomic():
         payment = _lock(payment_id)
         _expire_if_due(payment, clock.now())
