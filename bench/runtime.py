@@ -382,7 +382,8 @@ def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
 
 def cpu_seconds(*, group: int | None = None, command: str | None = None) -> float:
     """CPU time (user + system) used so far by the processes of a process group (a service we
-    started, with its children) or by every process whose command name is `command`."""
+    started, with its children) or by every process whose command name is `command`, with that
+    of their children that have exited (PostgreSQL's backends of closed connections, say)."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -396,7 +397,7 @@ def cpu_seconds(*, group: int | None = None, command: str | None = None) -> floa
             continue
         if command is not None and name != command:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
+        total += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
     return total / tick
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from celery import Celery, Task
 from celery.signals import before_task_publish, task_postrun, task_prerun
+from django.db import close_old_connections
 
 from config.request_id import (
     TASK_HEADER,
@@ -70,3 +71,20 @@ def _unbind_request_id(**_: object) -> None:
     stack = getattr(_tokens, "stack", None)
     if stack:
         request_id_reset(stack.pop())
+
+
+# --- Database connections ------------------------------------------------------------------------
+# As Django does around each request: before and after a task, the slot's connection is closed if
+# it is older than CONN_MAX_AGE or unusable (and checked before its next use with
+# CONN_HEALTH_CHECKS); otherwise it is kept for the next task (see CELERY_DB_REUSE_MAX). Not for
+# a task run eagerly: it runs inside its caller, maybe inside the caller's transaction.
+
+
+def _recycle_connections(task: Task | None = None, **_: object) -> None:
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
+    close_old_connections()
+
+
+task_prerun.connect(_recycle_connections, weak=False)
+task_postrun.connect(_recycle_connections, weak=False)

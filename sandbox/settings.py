@@ -50,6 +50,10 @@ DATABASES = {
     "default": dj_database_url.config(
         env="SANDBOX_DATABASE_URL",
         default=f"sqlite:///{VAR_DIR / 'sandbox.sqlite3'}",
+        # Each server thread keeps its connection (checked before reuse) instead of opening one
+        # for every request, as a provider's servers would.
+        conn_max_age=env_int("SANDBOX_DATABASE_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -60,6 +64,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 30,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 USE_TZ = True

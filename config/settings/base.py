@@ -130,6 +130,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True  # tasks are idempotent: a lost worker's task runs again
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fixup closes a worker's database connection before and after every task unless
+# this is set, so each task would open a new one (a new PostgreSQL backend each). With it, the
+# fixup closes a slot's connection only every this many tasks, and `config.celery` drops it
+# sooner when it is older than DATABASE_CONN_MAX_AGE or broken, as Django does around a request.
+CELERY_DB_REUSE_MAX = 1000
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING (and its redaction)
 CELERY_TIMEZONE = "UTC"

@@ -557,7 +557,7 @@ def test_a_notification_received_while_redis_is_down_is_relayed_and_processed_on
 @pytest.fixture
 def worker_processes(
     tmp_path: Path, shop: Shop, empty_broker: None
-) -> Iterator[Callable[[str], WorkerProcess]]:
+) -> Iterator[Callable[..., WorkerProcess]]:
     """Start Celery workers in processes of their own on the test database; all are killed
     when the test ends."""
     from django.conf import settings
@@ -584,8 +584,10 @@ def worker_processes(
         env.pop(name, None)
     started: list[WorkerProcess] = []
 
-    def start(name: str) -> WorkerProcess:
-        process = WorkerProcess(env, tmp_path / f"{name}.log", f"{name}-{uuid.uuid4().hex[:6]}")
+    def start(name: str, **extra_env: str) -> WorkerProcess:
+        process = WorkerProcess(
+            {**env, **extra_env}, tmp_path / f"{name}.log", f"{name}-{uuid.uuid4().hex[:6]}"
+        )
         started.append(process.start())
         return process
 
@@ -654,6 +656,55 @@ def test_a_worker_killed_mid_task_is_replaced_and_the_notification_applies_once(
     assert order.status == OrderStatus.PAID
     # And this time the task is acknowledged
     wait_until(lambda: broker.hlen("unacked") == 0, timeout=15)
+
+
+# --- A worker process's database connection ------------------------------------------------------
+
+
+def worker_backends(application_name: str) -> list[int]:
+    """The PostgreSQL backends a worker started with PGAPPNAME=application_name holds."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s ORDER BY pid",
+            [application_name],
+        )
+        return [pid for (pid,) in cursor.fetchall()]
+
+
+def run_relay_tasks(process: WorkerProcess, count: int) -> None:
+    from webhooks.tasks import webhook_relay_task
+
+    done = process.log().count("succeeded in")
+    for _ in range(count):
+        webhook_relay_task.delay()
+    wait_until(lambda: process.log().count("succeeded in") >= done + count, timeout=30)
+
+
+def test_a_worker_keeps_its_database_connection_from_task_to_task(
+    worker_processes: Callable[..., WorkerProcess],
+) -> None:
+    """Each task does not open a connection of its own (a new PostgreSQL backend each): the
+    worker keeps one, as long as DATABASE_CONN_MAX_AGE allows."""
+    name = f"shop-worker-{uuid.uuid4().hex[:8]}"
+    worker = worker_processes("keeps", PGAPPNAME=name)
+    worker.wait_ready()
+    run_relay_tasks(worker, 1)
+    [backend] = worker_backends(name)
+    run_relay_tasks(worker, 5)
+    assert worker_backends(name) == [backend], worker.log()
+    worker.kill()
+
+
+def test_with_no_connection_age_a_worker_closes_its_connection_after_each_task(
+    worker_processes: Callable[..., WorkerProcess],
+) -> None:
+    """DATABASE_CONN_MAX_AGE=0 (behind PgBouncer in transaction mode) is honoured by workers."""
+    name = f"shop-worker-{uuid.uuid4().hex[:8]}"
+    worker = worker_processes("closes", PGAPPNAME=name, DATABASE_CONN_MAX_AGE="0")
+    worker.wait_ready()
+    run_relay_tasks(worker, 3)
+    wait_until(lambda: worker_backends(name) == [], timeout=10)
+    worker.kill()
 
 
 # --- The provider down while notifications are processed ---------------------------------------
