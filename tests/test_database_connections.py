@@ -4,10 +4,6 @@ and the sandbox's server threads keep theirs between requests, each for CONN_MAX
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +12,9 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from config.celery import app
+from tests.test_settings import settings_of
 from webhooks.tasks import webhook_relay_task
 
-ROOT = Path(__file__).resolve().parent.parent
 SANDBOX_PROBE = """
 import json, django
 from django.conf import settings
@@ -33,19 +29,7 @@ print(json.dumps({
 
 
 def sandbox_database(tmp_path: Path, **env: str) -> dict[str, object]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("SANDBOX_")}
-    base.update({"DJANGO_SETTINGS_MODULE": "sandbox.settings", "SANDBOX_VAR_DIR": str(tmp_path)})
-    base.update(env)
-    result = subprocess.run(
-        [sys.executable, "-c", SANDBOX_PROBE],
-        cwd=ROOT,
-        env=base,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return settings_of("sandbox.settings", tmp_path, probe=SANDBOX_PROBE, **env)
 
 
 def test_the_sandbox_keeps_its_postgresql_connections(tmp_path: Path) -> None:

@@ -35,14 +35,27 @@ CLEARED = (
     "PAYMENTS_API_BASE_URL",
     "PAYMENTS_PUBLIC_KEY",
     "SANDBOX_PUBLIC_KEY",
+    "SANDBOX_DATABASE_URL",
+    "SANDBOX_DATABASE_CONN_MAX_AGE",
 )
 
 
-def load_settings(module: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def load_settings(
+    module: str, tmp_path: Path, *, probe: str = PROBE, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run `probe` in a fresh interpreter with the settings `module`, the environment cleared of
+    what selects servers, and the demo's files in `tmp_path`."""
     base = {k: v for k, v in os.environ.items() if k not in CLEARED}
-    base.update({"DJANGO_SETTINGS_MODULE": module, "SHOP_VAR_DIR": str(tmp_path), **env})
+    base.update(
+        {
+            "DJANGO_SETTINGS_MODULE": module,
+            "SHOP_VAR_DIR": str(tmp_path),
+            "SANDBOX_VAR_DIR": str(tmp_path),
+            **env,
+        }
+    )
     return subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", probe],
         cwd=ROOT,
         env=base,
         capture_output=True,
@@ -51,8 +64,8 @@ def load_settings(module: str, tmp_path: Path, **env: str) -> subprocess.Complet
     )
 
 
-def settings_of(module: str, tmp_path: Path, **env: str) -> dict:
-    result = load_settings(module, tmp_path, **env)
+def settings_of(module: str, tmp_path: Path, *, probe: str = PROBE, **env: str) -> dict:
+    result = load_settings(module, tmp_path, probe=probe, **env)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
