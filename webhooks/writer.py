@@ -3,9 +3,14 @@ together, in one INSERT and one transaction, by a writer thread of that process.
 
 Each request hands its notification to the writer and waits until the row is committed, so a
 notification is answered 200 only once it is durable, exactly as with an INSERT of its own. What
-is shared is the cost: one statement, one commit and one Redis round trip for all the
-notifications that arrived while the previous batch was being written. Under load that is most
-of the receiver's work (see bench/); with one request at a time it is a plain INSERT.
+is shared is the cost: one statement and one commit for all the notifications that arrived while
+the previous batch was being written. Under load that is most of the receiver's work (see
+bench/); with one request at a time it is a plain INSERT.
+
+Handing committed notifications to the queue (one Redis round trip) waits while more requests
+are waiting to be stored: the next INSERT goes first, and one round trip then serves several
+batches (at most `HAND_OVER_AFTER` seconds or `MAX_BATCH` notifications later). When nobody
+waits, it happens at once.
 
 The writer holds its own database connection (outside the request cycle: no per-request health
 check; a connection that fails is closed and the batch tried once more on a new one) and queues
@@ -19,6 +24,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -32,6 +38,7 @@ from webhooks.queue import enqueue_many
 logger = logging.getLogger(__name__)
 
 MAX_BATCH = 200
+HAND_OVER_AFTER = 0.02  # seconds a committed notification may wait for the queue under load
 _COLUMNS = (
     "provider_payment_id, event_type, received_at, remote_addr, state, attempts, last_error,"
     " task_id"
@@ -119,9 +126,19 @@ class EventWriter:
 
     def _run(self) -> None:
         jobs_queue = self._jobs
+        committed: list[str] = []  # payment ids stored, not yet handed to the queue
+        since = 0.0  # when the oldest of them was committed
         try:
             while True:
-                first = jobs_queue.get()
+                if committed:
+                    try:
+                        first = jobs_queue.get_nowait()
+                    except queue.Empty:  # nobody waits: hand them over now
+                        _hand_over(committed)
+                        committed, since = [], 0.0
+                        continue
+                else:
+                    first = jobs_queue.get()
                 if first is None:
                     return
                 jobs = [first]
@@ -134,11 +151,22 @@ class EventWriter:
                         jobs_queue.put(None)  # stop once this batch is written
                         break
                     jobs.append(job)
-                self._write(jobs)
+                stored = self._write(jobs)
+                if stored and not committed:
+                    since = time.monotonic()
+                committed += stored
+                if committed and (
+                    len(committed) >= MAX_BATCH or time.monotonic() - since >= HAND_OVER_AFTER
+                ):
+                    _hand_over(committed)
+                    committed, since = [], 0.0
         finally:
+            if committed:
+                _hand_over(committed)
             connections.close_all()
 
-    def _write(self, jobs: list[_Job]) -> None:
+    def _write(self, jobs: list[_Job]) -> list[str]:
+        """Store the batch and answer its requests; the payment ids stored."""
         rows = [(job.notification, job.remote_addr) for job in jobs]
         try:
             try:
@@ -157,14 +185,18 @@ class EventWriter:
             for job in jobs:
                 job.error = exc
                 job.done.set()
-            return
+            return []
         for job, event_id in zip(jobs, ids, strict=True):
             job.event_id = event_id
             job.done.set()
-        try:
-            enqueue_many([job.notification.payment_id for job in jobs])
-        except Exception:  # never lose the writer: the relay queues what was not
-            logger.exception("webhook writer could not queue a batch")
+        return [job.notification.payment_id for job in jobs]
+
+
+def _hand_over(payment_ids: list[str]) -> None:
+    try:
+        enqueue_many(payment_ids)
+    except Exception:  # never lose the writer: the relay queues what was not
+        logger.exception("webhook writer could not queue %d notification(s)", len(payment_ids))
 
 
 writer = EventWriter()

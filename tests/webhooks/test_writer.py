@@ -239,3 +239,79 @@ def test_a_batch_is_queued_even_if_redis_forgot_the_admission_script(celery_app:
     assert enqueue_many(payment_ids) == 3
 
     assert sorted(take_queued(celery_app)) == sorted((PROCESS_TASK, [p]) for p in payment_ids)
+
+
+def recording(monkeypatch: pytest.MonkeyPatch, *, insert_delay: float = 0.0) -> dict[str, list]:
+    """Record each INSERT batch and each hand-over to the queue the writer makes (the real ones
+    run; an INSERT can be made slower so that requests pile up behind it)."""
+    seen: dict[str, list] = {"batches": [], "hand_overs": []}
+    real_insert, real_enqueue = webhooks.writer.insert_events, webhooks.writer.enqueue_many
+
+    def insert(rows: Any) -> list[int]:
+        time.sleep(insert_delay)
+        seen["batches"].append([notification.payment_id for notification, _ in rows])
+        return real_insert(rows)
+
+    def enqueue(payment_ids: list[str]) -> int:
+        seen["hand_overs"].append(list(payment_ids))
+        return real_enqueue(payment_ids)
+
+    monkeypatch.setattr(webhooks.writer, "insert_events", insert)
+    monkeypatch.setattr(webhooks.writer, "enqueue_many", enqueue)
+    return seen
+
+
+def test_under_load_one_hand_over_serves_several_batches_and_each_notification_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While requests wait to be stored, the next INSERT goes before the queue: committed
+    notifications are handed over together, each exactly once, and none waits long."""
+    seen = recording(monkeypatch, insert_delay=0.01)
+    payments = [str(uuid.uuid4()) for _ in range(60)]
+    answered: list[int] = []
+
+    def send(chunk: list[str]) -> None:
+        client = Client()
+        for payment_id in chunk:
+            answered.append(post(payment_id, client).status_code)
+
+    threads = [threading.Thread(target=send, args=(payments[i::6],)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert answered == [200] * 60
+    wait_for(lambda: all(is_marked(payment) for payment in payments), timeout=5)
+    handed = [payment for hand_over in seen["hand_overs"] for payment in hand_over]
+    assert sorted(handed) == sorted(payments)
+    assert len(seen["hand_overs"]) < len(seen["batches"])
+    assert max(len(hand_over) for hand_over in seen["hand_overs"]) <= webhooks.writer.MAX_BATCH
+
+
+def test_a_lone_notification_is_handed_over_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = recording(monkeypatch)
+    payment_id = str(uuid.uuid4())
+
+    assert post(payment_id).status_code == 200
+
+    wait_for(lambda: is_marked(payment_id), timeout=2)
+    assert seen["hand_overs"] == [[payment_id]]
+
+
+def test_a_writer_stopping_hands_over_what_it_has_committed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Told to stop while it holds committed notifications not yet handed to the queue, the
+    writer hands them over before it ends."""
+    seen = recording(monkeypatch, insert_delay=0.05)
+    payments = [str(uuid.uuid4()) for _ in range(3)]
+    jobs_queue = writer._started()
+    jobs = [webhooks.writer._Job(Notification(payment, "UPDATE"), None) for payment in payments]
+    for job in jobs:
+        jobs_queue.put(job)
+    writer.stop()
+
+    assert all(job.done.is_set() and job.event_id for job in jobs)
+    assert sorted(p for hand_over in seen["hand_overs"] for p in hand_over) == sorted(payments)
+    assert all(is_marked(payment) for payment in payments)
