@@ -269,6 +269,12 @@ def test_an_injected_inline_script_is_blocked_and_reported(
     assert report["document-uri"] == f"{shop.url}/", report
     [logged] = wait_until(lambda: csp_logs(caplog), timeout=10)
     assert re.search(rf"script-src\S* blocked inline on {re.escape(shop.url)}/$", logged), logged
+    # The page's own violation event reaches the test through a binding, in its own time (the
+    # browser's events are only dispatched while Playwright is called: wait in the page).
+    for _ in range(100):
+        if watch.violations:
+            break
+        page.wait_for_timeout(100)
     assert [(v["directive"], v["blocked"]) for v in watch.violations] == [
         ("script-src-elem", "inline")
     ]
