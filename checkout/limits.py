@@ -1,5 +1,6 @@
 """Abuse limits of the checkout (Redis-backed through the cache): card testing is many payment
-attempts from one browser session or one client address."""
+attempts from one browser session or one client address; a page asking for its payment's status
+in a loop must not turn into as many calls to the provider."""
 
 from __future__ import annotations
 
@@ -29,3 +30,14 @@ def payment_attempts_exceeded(request: HttpRequest) -> bool:
         increment=True,
     )
     return by_session or by_address
+
+
+def status_checks_exceeded(request: HttpRequest) -> bool:
+    """Count this status check; True when its session has asked the provider too often."""
+    return is_ratelimited(
+        request,
+        group="checkout.status.session",
+        key=_session_or_address,
+        rate=settings.SHOP_STATUS_CHECKS_PER_SESSION,
+        increment=True,
+    )

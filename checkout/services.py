@@ -393,14 +393,17 @@ def order_pay(
     return outcome_of(order, payment)
 
 
-def order_check_payment(*, order: Order, payment_id: str = "") -> PaymentOutcome:
-    """The latest attempt (or the given one), refreshed from the provider if still pending:
-    a 3-D Secure message from the browser is a hint, the provider's answer is the proof."""
+def order_check_payment(
+    *, order: Order, payment_id: str = "", refresh: bool = True
+) -> PaymentOutcome:
+    """The latest attempt (or the given one), refreshed from the provider if still pending (and
+    `refresh`): a 3-D Secure message from the browser is a hint, the provider's answer is the
+    proof. Without `refresh`, what the shop holds (which notifications keep up to date)."""
     attempts = order_payments(order)
     payment = next((p for p in attempts if payment_id and p.provider_id == payment_id), None)
     if payment is None and not payment_id:
         payment = attempts[-1] if attempts else None
-    if payment is not None and payment.status == PaymentStatus.PENDING:
+    if refresh and payment is not None and payment.status == PaymentStatus.PENDING:
         try:
             payment = payments.payment_refresh(payment=payment)
         except PaymentError as exc:

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from checkout.cart import Cart, CartError
 from checkout.forms import CheckoutForm, PaymentAttemptForm, QuantityForm
-from checkout.limits import payment_attempts_exceeded
+from checkout.limits import payment_attempts_exceeded, status_checks_exceeded
 from checkout.models import Order, OrderStatus, Product
 from checkout.services import (
     CheckoutError,
@@ -229,10 +229,12 @@ def _redirect_for(order: Order, result: str) -> str:
 
 @require_http_methods(["GET", "POST"])
 def payment_status(request: HttpRequest, reference: str) -> JsonResponse:
-    """The outcome of the latest attempt (or of `payment_id`), checked with the provider."""
+    """The outcome of the latest attempt (or of `payment_id`), checked with the provider while
+    it is pending; past the session's rate of checks, from the shop's own records."""
     order = _own_order(request, reference)
     payment_id = request.GET.get("payment_id", "")[:64]
-    outcome = order_check_payment(order=order, payment_id=payment_id)
+    refresh = not status_checks_exceeded(request)
+    outcome = order_check_payment(order=order, payment_id=payment_id, refresh=refresh)
     return JsonResponse({**outcome.as_json(), "redirect": _redirect_for(order, outcome.result)})
 
 

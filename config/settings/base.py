@@ -210,6 +210,9 @@ CONTENT_SECURITY_POLICY = content_security_policy(report_uri="/csp-report/")
 # period s, m, h or d with an optional multiplier ("8/10m").
 SHOP_PAY_ATTEMPTS_PER_SESSION = env_str("SHOP_PAY_ATTEMPTS_PER_SESSION", "8/10m")
 SHOP_PAY_ATTEMPTS_PER_ADDRESS = env_str("SHOP_PAY_ATTEMPTS_PER_ADDRESS", "30/10m")
+# Payment status checks a browser session may make with the provider (the payment page asks every
+# 3 to 4 s while a payment is pending); beyond, it is answered from the shop's own records.
+SHOP_STATUS_CHECKS_PER_SESSION = env_str("SHOP_STATUS_CHECKS_PER_SESSION", "40/m")
 ADMIN_LOGIN_RATE_PER_ADDRESS = env_str("ADMIN_LOGIN_RATE_PER_ADDRESS", "10/5m")
 ADMIN_LOGIN_RATE_PER_USER = env_str("ADMIN_LOGIN_RATE_PER_USER", "5/5m")
 RATELIMIT_VIEW = "config.views.ratelimited"

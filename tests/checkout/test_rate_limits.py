@@ -1,6 +1,7 @@
-"""Abuse limits of the payment endpoint (checkout/limits.py): card testing is many payment
-attempts from one browser session or one client address. Over either limit the attempt is
-answered 429 with a readable message, before anything reaches the provider or the database.
+"""Abuse limits of the checkout (checkout/limits.py): card testing is many payment attempts from
+one browser session or one client address. Over either limit the attempt is answered 429 with a
+readable message, before anything reaches the provider or the database. A session's payment
+status checks read the provider up to their own rate, then are answered from the shop's records.
 
 Counts live in the real cache (Redis when REDIS_URL is set). The rate limiter's clock is pinned
 (`clock`) so that a window never ends in the middle of a test, and moved on to prove that
@@ -16,6 +17,7 @@ from typing import Any
 
 import django_ratelimit.core
 import pytest
+import requests
 from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
@@ -24,7 +26,7 @@ from checkout.models import Order, OrderStatus, Product
 from payments.client import PaymentsClient
 from payments.models import Payment
 from tests.checkout.conftest import make_order, own, shopper
-from tests.support import DECLINED, VISA, Api
+from tests.support import DECLINED, THREE_DS, VISA, Api
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
@@ -395,3 +397,63 @@ def test_without_a_proxy_a_forged_header_does_not_escape_the_limit(
 
     assert_limited(response)
     assert calls == []
+
+
+# --- Status checks ------------------------------------------------------------------------------
+
+
+def status_check(client: Client, payment_id: str) -> Any:
+    url = reverse("checkout:payment_status", args=[order_of(client).reference])
+    return client.get(url, {"payment_id": payment_id})
+
+
+def test_status_checks_past_the_session_rate_are_answered_without_the_provider(
+    shop: Api, product: Product, settings: Any, clock: Clock, calls: list[tuple[str, str]]
+) -> None:
+    """Given a browser whose 3-D Secure payment is pending and SHOP_STATUS_CHECKS_PER_SESSION
+    = 2/m, when its page asks for the status again and again, then the first two checks read
+    the payment from the provider and the others are answered (200, still pending) from the
+    shop's records; once the window has passed, the next check reads the provider again and
+    sees the challenge passed."""
+    settings.SHOP_STATUS_CHECKS_PER_SESSION = "2/m"
+    browser = browser_with_order(product)
+    created = attempt(browser, card(shop, THREE_DS)).json()
+    assert created["result"] == "pending"
+    payment_id = created["payment_id"]
+    read = ("GET", f"/payments/{payment_id}")
+
+    answers = [status_check(browser, payment_id) for _ in range(5)]
+
+    assert [answer.status_code for answer in answers] == [200] * 5
+    assert {answer.json()["result"] for answer in answers} == {"pending"}
+    assert calls.count(read) == 2
+
+    passed = requests.post(
+        created["three_ds_url"], data={"action": "submit", "code": "123456"}, timeout=10
+    )
+    assert passed.status_code == 200
+    assert status_check(browser, payment_id).json()["result"] == "pending"  # still limited
+    assert calls.count(read) == 2
+
+    clock.advance(60)
+    checked = status_check(browser, payment_id).json()
+    assert checked["result"] == "approved"
+    assert checked["redirect"] == reverse("checkout:order", args=[order_of(browser).reference])
+    assert calls.count(read) == 3
+    assert order_of(browser).status == OrderStatus.PAID
+
+
+def test_status_checks_are_counted_per_browser_session(
+    shop: Api, product: Product, settings: Any, calls: list[tuple[str, str]]
+) -> None:
+    """A browser over its rate of status checks does not hold back another browser's."""
+    settings.SHOP_STATUS_CHECKS_PER_SESSION = "1/m"
+    first, second = browser_with_order(product), browser_with_order(product)
+    payments = [attempt(b, card(shop, THREE_DS)).json()["payment_id"] for b in (first, second)]
+
+    for _ in range(3):
+        status_check(first, payments[0])
+    status_check(second, payments[1])
+
+    assert calls.count(("GET", f"/payments/{payments[0]}")) == 1
+    assert calls.count(("GET", f"/payments/{payments[1]}")) == 1
