@@ -137,11 +137,12 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 )
             for number in range(1, rounds + 1):
                 for series in (receiver, bare):
-                    cpu = _cpu(web)
+                    cpu = runtime.cpu_usage({"gunicorn": web})
                     result = runtime.run_wrk(
                         series.url, connections=args.connections, seconds=args.seconds, **wrk
                     )
-                    spent = {name: seconds - cpu[name] for name, seconds in _cpu(web).items()}
+                    after = runtime.cpu_usage({"gunicorn": web})
+                    spent = {name: seconds - cpu[name] for name, seconds in after.items()}
                     served = max(result.requests, 1)
                     series.runs.append(result)
                     series.cpu_ms.append(spent["gunicorn"] * 1000 / served)
@@ -209,19 +210,6 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         else 0.0,
         "rows_stored": stored,
         "tasks_queued": queued,
-    }
-
-
-def _cpu(web: runtime.Service) -> dict[str, float]:
-    """CPU seconds used so far by gunicorn, PostgreSQL and Redis (whole machine), and wrk."""
-    import resource
-
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {
-        "gunicorn": runtime.cpu_seconds(group=web.process.pid),
-        "postgres": runtime.cpu_seconds(command="postgres"),
-        "redis": runtime.cpu_seconds(command="redis-server"),
-        "wrk": children.ru_utime + children.ru_stime,
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -399,6 +400,17 @@ def cpu_seconds(*, group: int | None = None, command: str | None = None) -> floa
             continue
         total += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
     return total / tick
+
+
+def cpu_usage(services: dict[str, Service]) -> dict[str, float]:
+    """CPU seconds used so far by each of our services (by name), wrk (this process's children
+    that have ended), and PostgreSQL and Redis (whole machine)."""
+    usage = {name: cpu_seconds(group=svc.process.pid) for name, svc in services.items()}
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    usage["wrk"] = children.ru_utime + children.ru_stime
+    usage["postgres (whole machine)"] = cpu_seconds(command="postgres")
+    usage["redis (whole machine)"] = cpu_seconds(command="redis-server")
+    return usage
 
 
 def load_average() -> str:

@@ -343,18 +343,6 @@ def storm_drain(
     return Drain(seconds, ingest or seconds, terminal, count), result
 
 
-def cpu_usage(services: dict[str, runtime.Service]) -> dict[str, float]:
-    """CPU seconds used so far by each of our services, wrk, PostgreSQL and Redis."""
-    import resource
-
-    usage = {name: runtime.cpu_seconds(group=svc.process.pid) for name, svc in services.items()}
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    usage["wrk"] = children.ru_utime + children.ru_stime
-    usage["postgres (whole machine)"] = runtime.cpu_seconds(command="postgres")
-    usage["redis (whole machine)"] = runtime.cpu_seconds(command="redis-server")
-    return usage
-
-
 def cpu_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     return {name: round(after[name] - before[name], 1) for name in after}
 
@@ -448,9 +436,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             runtime.celery_worker(concurrency=args.concurrency, pool=args.pool) as worker,
         ):
             services = {"gunicorn": web, "celery worker": worker, "sandbox": sb}
-            start = cpu_usage(services)
+            start = runtime.cpu_usage(services)
             before = noop_drain(total, args.timeout)
-            noop_cpu = cpu_spent(start, start := cpu_usage(services))
+            noop_cpu = cpu_spent(start, start := runtime.cpu_usage(services))
             print(
                 f"  no-op drain (before): {before.seconds:.1f} s, "
                 f"sent in {before.ingest_seconds:.1f} s"
@@ -460,7 +448,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             storm, wrk = storm_drain(
                 receiver_url, notifications, total, args.connections, args.timeout
             )
-            storm_cpu = cpu_spent(start, cpu_usage(services))
+            storm_cpu = cpu_spent(start, runtime.cpu_usage(services))
             reads = sandbox.counts()[PROVIDER_READ] - reads_before
             storm_log = worker.log()[log_offset:]
             print(f"  storm drain: {storm.seconds:.1f} s, stored in {storm.ingest_seconds:.1f} s")

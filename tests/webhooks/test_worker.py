@@ -692,7 +692,6 @@ def test_a_worker_keeps_its_database_connection_from_task_to_task(
     [backend] = worker_backends(name)
     run_relay_tasks(worker, 5)
     assert worker_backends(name) == [backend], worker.log()
-    worker.kill()
 
 
 def test_with_no_connection_age_a_worker_closes_its_connection_after_each_task(
@@ -704,7 +703,6 @@ def test_with_no_connection_age_a_worker_closes_its_connection_after_each_task(
     worker.wait_ready()
     run_relay_tasks(worker, 3)
     wait_until(lambda: worker_backends(name) == [], timeout=10)
-    worker.kill()
 
 
 # --- The provider down while notifications are processed ---------------------------------------
