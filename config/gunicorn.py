@@ -8,10 +8,11 @@ its lines never carry a query string, and the webhook path's secret token is rep
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from gunicorn.glogging import Logger
+
+from config.logging import redact_webhook_path
 
 # The production settings unless told otherwise (before Django or the app is imported).
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
@@ -62,13 +63,7 @@ accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
 # No query string (%(q)s, %(r)s); the path is redacted by RedactingLogger below.
 access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms request_id=%({x-request-id}o)s'
 
-_WEBHOOK_PATH = re.compile(r"(/webhooks/payments/)[^/?#\s\"]+")
 _PRIVATE_ATOMS = ("q", "{query_string}e", "{raw_uri}e", "{request_uri}e", "f", "{referer}i")
-
-
-def redact_path(path: str) -> str:
-    """The path with the webhook receiver's secret token replaced."""
-    return _WEBHOOK_PATH.sub(r"\1[redacted]", path)
 
 
 class RedactingLogger(Logger):
@@ -78,14 +73,14 @@ class RedactingLogger(Logger):
 
     def atoms(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> dict:
         atoms = super().atoms(resp, req, environ, request_time)
-        path = redact_path(str(environ.get("PATH_INFO") or ""))
+        path = redact_webhook_path(str(environ.get("PATH_INFO") or ""))
         atoms["U"] = path
         atoms["r"] = f"{environ.get('REQUEST_METHOD')} {path} {environ.get('SERVER_PROTOCOL')}"
         for key in _PRIVATE_ATOMS:
             atoms[key] = "-"
         for key, value in atoms.items():
             if isinstance(value, str) and "/webhooks/payments/" in value:
-                atoms[key] = redact_path(value)
+                atoms[key] = redact_webhook_path(value)
         return atoms
 
     def access(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> None:

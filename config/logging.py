@@ -26,6 +26,14 @@ SECRET_SETTINGS = (
 # Not digits inside a word or an id (a task id `b2557144-9559-42d5-…`), nor the decimals of a
 # number (a task's run time, say: `succeeded in 0.0743155899999692s`).
 _DIGITS = re.compile(r"(?<![\w-])(?<!\d\.)\d(?:[ -]?\d){12,18}(?![\w-])")
+# The webhook receiver's address holds its secret token; whatever stands there (the real token or
+# a guess at it) is never written.
+_WEBHOOK_PATH = re.compile(r"(/webhooks/payments/)[^/?#\s\"']+")
+
+
+def redact_webhook_path(text: str) -> str:
+    """The text with the token of every webhook receiver address replaced."""
+    return _WEBHOOK_PATH.sub(rf"\1{REDACTED}", text)
 
 
 def luhn_valid(digits: str) -> bool:
@@ -58,7 +66,7 @@ def _secrets() -> list[str]:
 
 def redact(text: str) -> str:
     """The text with configured secrets and Luhn-valid card numbers replaced."""
-    redacted = _mask_cards(text)
+    redacted = redact_webhook_path(_mask_cards(text))
     for secret in _secrets():
         redacted = redacted.replace(secret, REDACTED)
     return redacted
@@ -85,6 +93,19 @@ class RedactSecrets(logging.Filter):
             record.exc_text = redact(record.exc_text)
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
+        return True
+
+
+class WebhookRequestRedacted(logging.Filter):
+    """Django's request logger attaches the request (path included) to the record of every 4xx;
+    for the webhook receiver, whose path holds its secret (or a guess at it), the record keeps
+    its message (redacted by `RedactSecrets`) but not the request. Server errors keep it for the
+    error report, which `RedactingAdminEmailHandler` redacts."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        path = str(getattr(getattr(record, "request", None), "path", ""))
+        if (getattr(record, "status_code", None) or 500) < 500 and _WEBHOOK_PATH.search(path):
+            record.request = None
         return True
 
 

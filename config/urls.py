@@ -24,6 +24,7 @@ urlpatterns = [
     path("webhooks/", include("webhooks.urls")),
     path("csp-report/", csp_report, name="csp_report"),
     path("healthz", views.healthz, name="healthz"),
+    path("healthz/deps", views.healthz_deps, name="healthz_deps"),
     path("readyz", views.readyz, name="readyz"),
     path("", include("checkout.urls")),
 ]

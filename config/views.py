@@ -1,4 +1,5 @@
-"""Project-level endpoints: health and readiness probes, and the answer to a rate limit."""
+"""Project-level endpoints: health, readiness and dependency probes, and the answer to a rate
+limit."""
 
 from __future__ import annotations
 
@@ -54,22 +55,30 @@ def _provider() -> None:
     get_client().list_payment_methods()  # reachable, and our credentials are accepted
 
 
+def _report(checks: dict[str, dict[str, object]], ok: str, not_ok: str) -> JsonResponse:
+    healthy = all(check["ok"] for check in checks.values())
+    return JsonResponse(
+        {"status": ok if healthy else not_ok, "checks": checks}, status=200 if healthy else 503
+    )
+
+
 @require_GET
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
-    """Ready to take traffic: the database, the cache and broker (Redis) and the payment
-    provider all answer. 503 with what failed otherwise (never a secret, never a stack)."""
-    checks = {
-        "database": _check(_database),
-        "cache": _check(_cache),
-        "broker": _check(_broker),
-        "provider": _check(_provider),
-    }
-    ready = all(check["ok"] for check in checks.values())
-    return JsonResponse(
-        {"status": "ready" if ready else "not ready", "checks": checks},
-        status=200 if ready else 503,
-    )
+    """Ready to take traffic: this process can serve, its database and cache (Redis) answer.
+    503 with what failed otherwise (never a secret, never a stack). The broker and the provider
+    are not asked: an outage of either must not take every instance out of the load balancer
+    (the webhook receiver needs neither); `/healthz/deps` reports them."""
+    return _report({"database": _check(_database), "cache": _check(_cache)}, "ready", "not ready")
+
+
+@require_GET
+@never_cache
+def healthz_deps(request: HttpRequest) -> JsonResponse:
+    """The services the shop depends on beyond its own process, for monitoring and alerts:
+    the Celery broker and the payment provider (reachable, and our credentials accepted).
+    503 while one is down; never used for readiness."""
+    return _report({"broker": _check(_broker), "provider": _check(_provider)}, "ok", "degraded")
 
 
 def ratelimited(request: HttpRequest, exception: Exception) -> HttpResponse:

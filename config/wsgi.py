@@ -1,13 +1,9 @@
-"""The WSGI application for gunicorn: Django's, with the short path for the provider's
-notifications (`webhooks.wsgi`)."""
+"""The WSGI application for gunicorn (`config/gunicorn.py`)."""
 
 import os
 
-import django
+from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
-django.setup(set_prefix=False)
 
-from webhooks.wsgi import ShopWSGIHandler  # noqa: E402 (needs the apps loaded)
-
-application = ShopWSGIHandler()
+application = get_wsgi_application()

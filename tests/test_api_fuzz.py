@@ -73,6 +73,7 @@ WEBHOOK = SCHEMA["/webhooks/payments/{token}/"]["POST"]
 CSP_REPORT = SCHEMA["/csp-report/"]["POST"]
 HEALTHZ = SCHEMA["/healthz"]["GET"]
 READYZ = SCHEMA["/readyz"]["GET"]
+DEPS = SCHEMA["/healthz/deps"]["GET"]
 
 CONFORMANCE = (
     status_code_conformance,
@@ -591,16 +592,17 @@ def test_csp_report_fuzz(shop: Shop, provider_calls: list[str], data: Any) -> No
     assert len(provider_calls) == calls
 
 
-# --- GET /healthz and GET /readyz -----------------------------------------------------------
+# --- GET /healthz, /readyz and /healthz/deps ------------------------------------------------
 
 
 @fuzz_settings(FUZZ, max_examples=30)
 @given(data=st.data())
 def test_probes_fuzz(shop: Shop, provider_calls: list[str], data: Any) -> None:
     """The probes answer whatever headers and query parameters come with them: /healthz is up
-    without asking anyone, /readyz is ready (the database, Redis and the sandbox all answer)
-    after one provider call. Neither changes anything."""
-    operation = data.draw(st.sampled_from([HEALTHZ, READYZ]))
+    and /readyz ready (the database and Redis answer) without asking the provider;
+    /healthz/deps is ok (the broker and the sandbox answer) after one provider call. None
+    changes anything."""
+    operation = data.draw(st.sampled_from([HEALTHZ, READYZ, DEPS]))
     case = data.draw(operation.as_strategy(GenerationMode.POSITIVE))
     before, calls = state(), len(provider_calls)
 
@@ -614,8 +616,12 @@ def test_probes_fuzz(shop: Shop, provider_calls: list[str], data: Any) -> None:
     if operation is HEALTHZ:
         assert response.json() == {"status": "ok"}
         assert len(provider_calls) == calls
+    elif operation is READYZ:
+        body = response.json()
+        assert (body["status"], set(body["checks"])) == ("ready", {"database", "cache"})
+        assert len(provider_calls) == calls
     else:
-        assert response.json()["status"] == "ready"
+        assert response.json()["status"] == "ok"
         assert len(provider_calls) == calls + 1
 
 
@@ -677,17 +683,20 @@ def test_too_many_attempts_is_the_documented_429(
     assert len(provider_calls) == calls
 
 
-def test_readyz_without_the_provider_is_the_documented_503(
+def test_without_the_provider_readyz_is_ready_and_deps_the_documented_503(
     shop: Shop, provider_calls: list[str], settings: Any
 ) -> None:
-    """With the card payments service unreachable, /readyz answers the documented 503 naming
-    the failed check by its exception's class only."""
+    """With the card payments service unreachable, the instance stays ready (/readyz 200), and
+    /healthz/deps answers the documented 503 naming the failed check by its exception's class
+    only."""
     settings.PAYMENTS_API_BASE_URL = f"http://127.0.0.1:{free_port()}"
 
-    response = shop.send(READYZ.Case(), None, checks=CONFORMANCE)  # a documented 503
+    ready = shop.send(READYZ.Case(), None, checks=CONFORMANCE)
+    deps = shop.send(DEPS.Case(), None, checks=CONFORMANCE)  # a documented 503
 
-    assert response.status_code == 503
-    checks = response.json()["checks"]
+    assert (ready.status_code, ready.json()["status"]) == (200, "ready")
+    assert deps.status_code == 503
+    checks = deps.json()["checks"]
     assert [name for name, check in checks.items() if not check["ok"]] == ["provider"]
     assert checks["provider"]["error"] == "ProviderUnavailable"
 

@@ -148,6 +148,7 @@ def test_json_views_found_are_the_known_ones() -> None:
         "webhooks:payments",
         "csp_report",
         "healthz",
+        "healthz_deps",
         "readyz",
     }
 

@@ -637,7 +637,8 @@ def served(
 
 def test_gunicorn_serves_the_shop_with_the_production_settings(served: SimpleNamespace) -> None:
     """Given gunicorn with the production settings, then /healthz answers 200 with the request
-    id given, /readyz answers JSON that every dependency is ready, a collected static file is
+    id given, /readyz answers JSON that the database and cache are ready, /healthz/deps that
+    the broker and the provider answer, a collected static file is
     served by whitenoise (hashed name, cached forever) over https and redirected to https
     otherwise, and the log output is JSON lines with the access log's webhook token redacted
     and no query string."""
@@ -647,6 +648,7 @@ def test_gunicorn_serves_the_shop_with_the_production_settings(served: SimpleNam
 
     health = requests.get(f"{served.url}/healthz", headers={"X-Request-ID": "probe-0001"})
     ready = requests.get(f"{served.url}/readyz", timeout=30)
+    deps = requests.get(f"{served.url}/healthz/deps", timeout=30)
     static = requests.get(f"{served.url}/static/{hashed}", headers=https)
     plain = requests.get(f"{served.url}/static/{hashed}", allow_redirects=False)
     hook = requests.post(
@@ -664,6 +666,9 @@ def test_gunicorn_serves_the_shop_with_the_production_settings(served: SimpleNam
     assert {name: check["ok"] for name, check in body["checks"].items()} == {
         "database": True,
         "cache": True,
+    }
+    assert deps.status_code == 200, deps.text
+    assert {name: check["ok"] for name, check in deps.json()["checks"].items()} == {
         "broker": True,
         "provider": True,
     }

@@ -16,8 +16,8 @@ from functools import partial
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connections, transaction
-from django.db.models import Q
+from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from payments.errors import PaymentError, PaymentInProgress, ProviderDown
@@ -25,18 +25,10 @@ from payments.models import Payment
 from payments.reconciliation import SyncOutcome, payment_sync
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.notifications import Notification
-from webhooks.queue import (
-    Dispatch,
-    dispatch_pending,
-    enqueue_processing,
-    queue_now,
-    unmark_queued,
-)
-from webhooks.writer import insert_events, writer
+from webhooks.queue import enqueue_processing, queue_now, unmark_queued
 
 logger = logging.getLogger(__name__)
 
-RELAY_AFTER = timedelta(seconds=60)  # a received row older than this has probably no task
 STUCK_AFTER = timedelta(hours=1)  # a claimed row older than this lost its task
 DEFERRED = "Deferred: too many notifications for unknown payments; it is looked up later."
 
@@ -58,15 +50,16 @@ class RetryLater(Exception):
 
 
 def webhook_receive(*, notification: Notification, remote_addr: str | None) -> int:
-    """Store the notification and queue its processing once it is committed; its event id.
-    With `WEBHOOKS_GROUP_COMMIT`, notifications arriving at once in this process share one
-    INSERT and one commit (`webhooks.writer`); either way the row is committed before this
-    returns. Raises `StoreFailed` (or a database error) if it could not be stored."""
-    if settings.WEBHOOKS_GROUP_COMMIT:
-        return writer.store(notification, remote_addr)
-    [event_id] = insert_events([(notification, remote_addr)])
+    """Store the notification (one INSERT: in autocommit it is committed when this returns)
+    and queue its processing once it is committed; its event id. A database error is raised:
+    the receiver answers 503 and the provider sends the notification again."""
+    event = WebhookEvent.objects.create(
+        provider_payment_id=notification.payment_id,
+        event_type=notification.event_type,
+        remote_addr=remote_addr,
+    )
     transaction.on_commit(partial(enqueue_processing, notification.payment_id))
-    return event_id
+    return event.pk
 
 
 # --- Processing ---------------------------------------------------------------------------
@@ -74,30 +67,25 @@ def webhook_receive(*, notification: Notification, remote_addr: str | None) -> i
 
 def _claim(payment_id: str, task_id: str, now: datetime) -> list[int]:
     """Take the events waiting for this payment (and any this task already held before a retry
-    or a crash), skipping rows another task or the relay has locked: one statement, so one
-    round trip and no transaction of its own."""
-    connection = connections[WebhookEvent.objects.db]
-    table = connection.ops.quote_name(WebhookEvent._meta.db_table)
-    skip_locked = (
-        " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
-    )
-    sql = (
-        f"UPDATE {table} SET state = %s, task_id = %s, claimed_at = %s, attempts = attempts + 1"  # noqa: S608 (names from the model, values as parameters)
-        f" WHERE id IN (SELECT id FROM {table} WHERE provider_payment_id = %s"
-        f" AND (state = %s OR (state = %s AND task_id = %s)){skip_locked}) RETURNING id"
-    )
-    params = [
-        WebhookState.PROCESSING.value,
-        task_id,
-        connection.ops.adapt_datetimefield_value(now),
-        payment_id,
-        WebhookState.RECEIVED.value,
-        WebhookState.PROCESSING.value,
-        task_id,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return sorted(int(row[0]) for row in cursor.fetchall())
+    or a crash). Rows another task or the relay has locked are skipped, not waited for: that
+    task is claiming them, and a second claimer has nothing to add."""
+    with transaction.atomic():
+        ids = sorted(
+            WebhookEvent.objects.select_for_update(skip_locked=True)
+            .filter(provider_payment_id=payment_id)
+            .filter(
+                Q(state=WebhookState.RECEIVED) | Q(state=WebhookState.PROCESSING, task_id=task_id)
+            )
+            .values_list("pk", flat=True)
+        )
+        if ids:
+            WebhookEvent.objects.filter(pk__in=ids).update(
+                state=WebhookState.PROCESSING,
+                task_id=task_id,
+                claimed_at=now,
+                attempts=F("attempts") + 1,
+            )
+    return ids
 
 
 def _finish(
@@ -182,12 +170,14 @@ def _requeue_on_commit(payment_ids: Iterable[str]) -> None:
 
 
 def webhook_relay(
-    *, limit: int = 500, older_than: timedelta = RELAY_AFTER, now: datetime | None = None
+    *, limit: int = 500, older_than: timedelta | None = None, now: datetime | None = None
 ) -> int:
     """Queue again the events left behind: received but never queued (the broker was down, a
     process died), or claimed by a task that is gone. Rows are locked with SKIP LOCKED, so
     relays running at once share the work. Returns how many events were relayed."""
     now = now or timezone.now()
+    if older_than is None:
+        older_than = timedelta(seconds=settings.WEBHOOKS_RELAY_AFTER)
     cutoff = now - older_than
     left_behind = Q(state=WebhookState.RECEIVED, received_at__lt=cutoff) & (
         Q(relayed_at__isnull=True) | Q(relayed_at__lt=cutoff)
@@ -207,11 +197,6 @@ def webhook_relay(
         _requeue_on_commit(payment_id for _, payment_id in rows)
     logger.info("relayed %d webhook event(s)", len(rows))
     return len(rows)
-
-
-def webhook_dispatch() -> Dispatch:
-    """Queue the payments batched during a flood, unless it still lasts (then `held`)."""
-    return dispatch_pending()
 
 
 def webhook_events_retry(*, events: Iterable[WebhookEvent], replay: bool = False) -> int:

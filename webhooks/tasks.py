@@ -6,15 +6,7 @@ from celery import Task, shared_task
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
-from webhooks.services import (
-    RetryLater,
-    webhook_dispatch,
-    webhook_give_up,
-    webhook_process,
-    webhook_relay,
-)
-
-DISPATCH_RECHECK = 0.5  # seconds between looks at a flood that holds the pending list
+from webhooks.services import RetryLater, webhook_give_up, webhook_process, webhook_relay
 
 
 @shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=None)
@@ -40,19 +32,6 @@ def webhook_process_task(self: Task, payment_id: str) -> str:
 
 
 @shared_task(acks_late=True, ignore_result=True)
-def webhook_dispatch_task() -> str:
-    """Queue the processing of the payments batched during a flood; while it lasts, look
-    again shortly."""
-    dispatch = webhook_dispatch()
-    if dispatch.held:
-        webhook_dispatch_task.apply_async(countdown=DISPATCH_RECHECK)
-        return "held"
-    return f"queued {dispatch.queued}"
-
-
-@shared_task(acks_late=True, ignore_result=True)
 def webhook_relay_task() -> int:
-    """Queue again the notifications the broker never got, and a pending list whose
-    dispatcher was lost (beat, every minute)."""
-    webhook_dispatch()
+    """Queue again the notifications the broker never got (beat, every minute)."""
     return webhook_relay()

@@ -224,24 +224,27 @@ if not REDIS_URL:
     # The demo's file cache counts well enough on one machine; production uses Redis.
     SILENCED_SYSTEM_CHECKS = ["django_ratelimit.E003", "django_ratelimit.W001"]
 
-# The webhook receiver and its processing.
+# The webhook receiver and its processing (docs/deployment.md, "Provider notifications");
+# `webhooks.apps` refuses to start when two of them disagree.
+# The largest notification body accepted, in bytes (413 beyond).
 WEBHOOKS_MAX_BODY_BYTES = env_int("WEBHOOKS_MAX_BODY_BYTES", 4096)
+# How long a payment's processing task waits before it starts, so that a burst of notifications
+# for one payment is read once: the longest any notification is held (seconds, 0 for none).
+WEBHOOKS_COALESCE_SECONDS = env_int("WEBHOOKS_COALESCE_SECONDS", 1)
+# A received notification with no task after this many seconds (the broker was down, a task was
+# lost) is queued again by the relay (beat, every minute). At least WEBHOOKS_COALESCE_SECONDS +
+# 10, so that a notification held for coalescing is never taken for a lost one.
+WEBHOOKS_RELAY_AFTER = env_int("WEBHOOKS_RELAY_AFTER", 60)
+# While the provider cannot be reached, a processing task retries this many times, with
+# exponential backoff and full jitter from WEBHOOKS_RETRY_BACKOFF seconds, each wait at most
+# WEBHOOKS_RETRY_BACKOFF_MAX seconds (below CELERY_VISIBILITY_TIMEOUT, or the broker would hand
+# a waiting retry to a second worker).
 WEBHOOKS_MAX_RETRIES = env_int("WEBHOOKS_MAX_RETRIES", 8)
-WEBHOOKS_RETRY_BACKOFF = env_int("WEBHOOKS_RETRY_BACKOFF", 2)  # seconds, doubled each retry
+WEBHOOKS_RETRY_BACKOFF = env_int("WEBHOOKS_RETRY_BACKOFF", 2)
 WEBHOOKS_RETRY_BACKOFF_MAX = env_int("WEBHOOKS_RETRY_BACKOFF_MAX", 300)
+# Provider lookups a minute for payment ids the shop does not know (a flood of invented ids must
+# not become a flood of provider calls); the rest wait for the relay.
 WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = env_int("WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE", 60)
-# Above this many notifications a second (over the last 3 s), new payments are batched: the
-# receiver sends no task per notification, and their processing waits until the flood ends, at
-# most WEBHOOKS_BATCH_MAX_HOLD seconds, so that each payment is read once for all of them.
-WEBHOOKS_BATCH_ABOVE_PER_SECOND = env_int("WEBHOOKS_BATCH_ABOVE_PER_SECOND", 20)
-WEBHOOKS_BATCH_MAX_HOLD = env_int("WEBHOOKS_BATCH_MAX_HOLD", 30)
-# Notifications arriving at once in a web process are stored in one INSERT by a writer thread
-# (each still answered only once its row is committed; PostgreSQL only by default); a request
-# waits at most WEBHOOKS_STORE_TIMEOUT seconds for it, then answers 503.
-WEBHOOKS_GROUP_COMMIT = env_bool(
-    "WEBHOOKS_GROUP_COMMIT", DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
-)
-WEBHOOKS_STORE_TIMEOUT = env_int("WEBHOOKS_STORE_TIMEOUT", 10)
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "pedidos@tienda.example")
@@ -263,6 +266,7 @@ LOGGING = {
     "filters": {
         "request_id": {"()": "config.request_id.RequestIdFilter"},
         "redact": {"()": "config.logging.RedactSecrets"},
+        "webhook_request": {"()": "config.logging.WebhookRequestRedacted"},
         "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
     },
     "handlers": {
@@ -283,6 +287,8 @@ LOGGING = {
         "django": {"handlers": ["mail_admins"], "level": "INFO", "propagate": True},
         # The development server's request lines carry paths, and the webhook path a secret.
         "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # "Not Found: <path>" for a wrong webhook token: redacted before any handler sees it.
+        "django.request": {"filters": ["webhook_request", "redact"]},
     },
 }
 DEFAULT_EXCEPTION_REPORTER_FILTER = "config.logging.AlwaysSafeExceptionReporterFilter"

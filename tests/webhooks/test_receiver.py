@@ -31,7 +31,7 @@ from django.urls import resolve, reverse
 
 from checkout.services import webhook_url
 from tests.support import free_port
-from tests.webhooks.support import take_queued
+from tests.webhooks.support import take_queued, take_queued_with_eta
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.queue import PROCESS_TASK, is_marked
 from webhooks.services import webhook_relay
@@ -718,3 +718,72 @@ def test_webhook_url_is_empty_without_a_token(settings: Any) -> None:
     settings.PAYMENTS_WEBHOOK_TOKEN = ""
 
     assert webhook_url() == ""
+
+
+# --- What the answers carry, and how long a notification waits ------------------------------
+
+
+def test_every_answer_carries_the_receivers_own_strict_policy(
+    client: Client, django_capture_on_commit_callbacks: CaptureOnCommit
+) -> None:
+    """Given a stored notification, a bad body, a wrong token and a wrong method, then each JSON
+    answer forbids loading or framing anything, whatever the shop's page policy says."""
+    with django_capture_on_commit_callbacks(execute=True):
+        answers = [
+            post(client, notification()),
+            post(client, b"not json"),
+            post(client, notification(), token="wrong-token"),
+            client.get(hook_path()),
+        ]
+
+    assert [response.status_code for response in answers] == [200, 400, 404, 405]
+    for response in answers:
+        assert response["Content-Security-Policy"] == "default-src 'none'; frame-ancestors 'none'"
+
+
+@pytest.mark.parametrize("coalesce", [0, 1, 3])
+def test_a_queued_task_is_held_at_most_the_coalescing_time(
+    client: Client,
+    celery_app: Celery,
+    settings: Any,
+    django_capture_on_commit_callbacks: CaptureOnCommit,
+    coalesce: int,
+) -> None:
+    """Given WEBHOOKS_COALESCE_SECONDS, when a notification is stored, then its task is queued
+    to start no later than that many seconds after it arrived (at once for 0)."""
+    from datetime import datetime
+
+    from django.utils import timezone
+
+    settings.WEBHOOKS_COALESCE_SECONDS = coalesce
+    before = timezone.now()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(client, notification()).status_code == 200
+
+    [(name, args, eta)] = take_queued_with_eta(celery_app)
+    assert (name, args) == (PROCESS_TASK, [PAYMENT_ID])
+    if coalesce == 0:
+        assert eta is None
+    else:
+        held = (datetime.fromisoformat(eta) - before).total_seconds()
+        assert coalesce - 1 < held <= coalesce + 1, held
+
+
+def test_a_notification_after_the_task_started_queues_another(
+    client: Client, celery_app: Celery, django_capture_on_commit_callbacks: CaptureOnCommit
+) -> None:
+    """Given a payment whose task has started (it removed its marker before claiming), when a
+    new notification arrives, then a new task is queued for it: a notification is never left
+    to a read that began before it."""
+    from webhooks.queue import unmark_queued
+
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, notification())
+    assert take_queued(celery_app) == [(PROCESS_TASK, [PAYMENT_ID])]
+    unmark_queued(PAYMENT_ID)  # what the task does first
+
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, notification())
+
+    assert take_queued(celery_app) == [(PROCESS_TASK, [PAYMENT_ID])]

@@ -5,17 +5,17 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from webhooks.services import RELAY_AFTER, webhook_dispatch, webhook_relay
+from webhooks.services import webhook_relay
 
 
 class Command(BaseCommand):
     help = (
         "Queue again webhook events left behind (received while the broker was down, or "
-        "claimed by a worker that died), and the payments a flood left pending. Safe to run "
-        "at any time, and alongside the beat task."
+        "claimed by a worker that died). Safe to run at any time, and alongside the beat task."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -28,18 +28,18 @@ class Command(BaseCommand):
         parser.add_argument(
             "--older-than",
             type=int,
-            default=int(RELAY_AFTER.total_seconds()),
-            help="only events waiting at least this many seconds (default: %(default)s)",
+            default=None,
+            help="only events waiting at least this many seconds "
+            "(default: WEBHOOKS_RELAY_AFTER)",
         )
 
-    def handle(self, *args: Any, limit: int, all: bool, older_than: int, **options: Any) -> None:
+    def handle(
+        self, *args: Any, limit: int, all: bool, older_than: int | None, **options: Any
+    ) -> None:
+        if older_than is None:
+            older_than = settings.WEBHOOKS_RELAY_AFTER
         if limit < 1 or older_than < 0:
             raise CommandError("--limit must be at least 1 and --older-than at least 0.")
-        dispatch = webhook_dispatch()
-        if dispatch.held:
-            self.stdout.write("A flood is on: its pending payments are queued when it ends.")
-        elif dispatch.queued:
-            self.stdout.write(f"{dispatch.queued} pending payment(s) queued.")
         total = 0
         now = timezone.now()  # one cutoff for every pass: a relayed row is not left behind again
         while True:
