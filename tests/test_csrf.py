@@ -569,6 +569,7 @@ CASES: dict[str, Case] = {
         effect=_language_is("en"),
     ),
     "healthz": Case(lambda w: reverse("healthz"), who="shop", get_only=True),
+    "healthz/deps": Case(lambda w: reverse("healthz_deps"), who="shop", get_only=True),
     "readyz": Case(lambda w: reverse("readyz"), who="shop", get_only=True),
     "": Case(lambda w: reverse("checkout:home"), who="shop", get_only=True),
     "productos/<slug:slug>/": Case(
