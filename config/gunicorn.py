@@ -49,6 +49,10 @@ keepalive = _int("GUNICORN_KEEPALIVE", 5)
 # Workers are replaced after this many requests (jittered, so not all at once); 0: never.
 max_requests = _int("GUNICORN_MAX_REQUESTS", 1000)
 max_requests_jitter = _int("GUNICORN_MAX_REQUESTS_JITTER", 100)
+# Django is loaded once, in the master, before the workers are forked: a replaced worker starts
+# at once instead of importing the project again, and the workers share its memory. (Nothing
+# opens a connection at import time; connections are made in each worker on first use.)
+preload_app = True
 # The workers' heartbeat files; in a container, a memory file system (/dev/shm) is better.
 worker_tmp_dir = os.environ.get("GUNICORN_WORKER_TMP_DIR") or None
 # gunicornc's control socket only where asked for (a path): several servers on one machine would
