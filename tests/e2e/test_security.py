@@ -268,7 +268,7 @@ def test_an_injected_inline_script_is_blocked_and_reported(
     assert report["effective-directive"].startswith("script-src"), report
     assert report["document-uri"] == f"{shop.url}/", report
     [logged] = wait_until(lambda: csp_logs(caplog), timeout=10)
-    assert re.search(rf"script-src\S* blocked inline on {re.escape(shop.url)}/$", logged), logged
+    assert re.search(r"script-src\S* blocked inline on /$", logged), logged
     # The page's own violation event reaches the test through a binding, in its own time (the
     # browser's events are only dispatched while Playwright is called: wait in the page).
     for _ in range(100):
