@@ -44,15 +44,14 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 
-## Webhook benchmarks (bench/README.md): receiver throughput, then the notification storm.
-## Needs PostgreSQL and Redis; a database and a Redis db of their own (emptied by the runs).
+## Webhook benchmarks (bench/README.md): the receiver beside three others, then the storm and
+## calm traffic. Needs PostgreSQL and Redis; a database and a Redis db of their own (emptied).
 ## Options: BENCH_ARGS (both, e.g. --strict), BENCH_RECEIVER_ARGS, BENCH_STORM_ARGS.
 bench: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/shop_bench
 bench: export REDIS_URL ?= redis://127.0.0.1:6379/6
 bench: install
 	command -v wrk >/dev/null || sudo -n apt-get install -y wrk || apt-get install -y wrk \
 		|| (apt-get update && apt-get install -y wrk)
-	$(BIN)/python -m bench.prepare
 	status=0; \
 	$(BIN)/python -m bench.receiver $(BENCH_ARGS) $(BENCH_RECEIVER_ARGS) || status=$$?; \
 	$(BIN)/python -m bench.storm $(BENCH_ARGS) $(BENCH_STORM_ARGS) || status=$$?; \

@@ -1,18 +1,25 @@
-"""The baseline of the storm benchmark: a task that does (almost) nothing.
-
-It counts itself in Redis (one INCR through the shop's cache), so that the benchmark knows when
-the worker has drained all of them.
-"""
+"""The benchmarks' tasks: a no-op (the storm's baseline) and the tutorial receiver's task."""
 
 from __future__ import annotations
 
 from celery import shared_task
 from django.core.cache import cache
 
-NOOP_TASK = "bench.tasks.noop_task"
+from payments.reconciliation import payment_sync
+from webhooks.models import WebhookEvent
+
 NOOP_COUNTER = "bench:noop-done"
 
 
-@shared_task(name=NOOP_TASK, acks_late=True, ignore_result=True)
+@shared_task(acks_late=True, ignore_result=True)
 def noop_task(index: int) -> None:
+    """Count itself in Redis, so that the benchmark knows when all have run."""
     cache.incr(NOOP_COUNTER)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def tutorial_process_task(event_id: int) -> None:
+    """What a tutorial's task does: read the payment of the event and apply it."""
+    event = WebhookEvent.objects.get(pk=event_id)
+    payment_sync(provider_id=event.provider_payment_id)
+    WebhookEvent.objects.filter(pk=event_id).update(state="processed")

@@ -37,8 +37,12 @@ bind = [
     ).split(",")
     if address.strip()
 ]
-workers = _int("GUNICORN_WORKERS", 2 * _cores() + 1)
-threads = _int("GUNICORN_THREADS", 1)  # above 1: the gthread worker
+# Threaded workers (gthread): a request waiting on the provider, a slow client or an idle
+# keep-alive connection holds one thread, not a whole process (a sync worker would stay blocked
+# on a connection that sends nothing until `timeout`); a process per CPU (two at least) keeps the
+# cores busy past the GIL (bench/: more processes only add latency).
+workers = _int("GUNICORN_WORKERS", max(2, _cores()))
+threads = _int("GUNICORN_THREADS", 4)  # above 1: the gthread worker
 # A worker busy with one request for longer than this is killed and replaced. A payment request
 # may wait on the provider for up to four attempts of PAYMENTS_READ_TIMEOUT (15 s) plus backoff;
 # killing it half way would leave the attempt unconfirmed, so the default is above that.
@@ -46,9 +50,11 @@ timeout = _int("GUNICORN_TIMEOUT", 90)
 # On a restart or scale-down, requests in flight get this long to finish.
 graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", timeout)
 keepalive = _int("GUNICORN_KEEPALIVE", 5)
-# Workers are replaced after this many requests (jittered, so not all at once); 0: never.
-max_requests = _int("GUNICORN_MAX_REQUESTS", 1000)
-max_requests_jitter = _int("GUNICORN_MAX_REQUESTS_JITTER", 100)
+# Workers are replaced after this many requests (jittered, so not all at once); 0, the default:
+# never. A replaced gthread worker finishes its keep-alive connections first, so replacing them
+# often costs throughput (every 1,000 requests halved it, bench/): set it only against a leak.
+max_requests = _int("GUNICORN_MAX_REQUESTS", 0)
+max_requests_jitter = _int("GUNICORN_MAX_REQUESTS_JITTER", 0)
 # Django is loaded once, in the master, before the workers are forked: a replaced worker starts
 # at once instead of importing the project again, and the workers share its memory. (Nothing
 # opens a connection at import time; connections are made in each worker on first use.)
