@@ -95,7 +95,7 @@ def test_redis_url_makes_redis_the_broker_and_cache(tmp_path: Path) -> None:
     """REDIS_URL makes Redis the Celery broker and the cache."""
     found = settings_of("config.settings.local", tmp_path, REDIS_URL="redis://127.0.0.1:6379/3")
     assert found["broker"] == "redis://127.0.0.1:6379/3"
-    assert found["cache"] == "django.core.cache.backends.redis.RedisCache"
+    assert found["cache"] == "django_redis.cache.RedisCache"
 
 
 def test_ports_move_and_the_shop_follows_the_sandbox(tmp_path: Path) -> None:

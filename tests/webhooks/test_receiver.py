@@ -670,7 +670,7 @@ def test_a_notification_is_kept_when_redis_is_down(
     settings.REDIS_URL = unreachable
     settings.CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": unreachable,
         }
     }
