@@ -5,4 +5,3 @@ from __future__ import annotations
 from config.settings.local import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-

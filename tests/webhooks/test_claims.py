@@ -63,8 +63,7 @@ def test_four_claimers_at_once_take_every_event_exactly_once() -> None:
         claimed[task_id] = mine
 
     threads = [
-        threading.Thread(target=in_thread(lambda task=f"task-{n}": claimer(task)))
-        for n in range(4)
+        threading.Thread(target=in_thread(lambda task=f"task-{n}": claimer(task))) for n in range(4)
     ]
     for thread in threads:
         thread.start()

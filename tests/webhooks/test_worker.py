@@ -428,9 +428,7 @@ def test_shuffled_and_duplicated_notifications_end_where_the_provider_is(
 # --- A burst, coalesced --------------------------------------------------------------------------
 
 
-def test_a_burst_of_notifications_is_read_about_once_per_payment(
-    shop: Shop, worker: Any
-) -> None:
+def test_a_burst_of_notifications_is_read_about_once_per_payment(shop: Shop, worker: Any) -> None:
     """Notifications arriving together for the same payments are coalesced: each payment's
     first notification queues a task held for WEBHOOKS_COALESCE_SECONDS, the others join it;
     every notification ends processed and every payment where the provider has it, with about
