@@ -24,6 +24,13 @@ def settings_problems() -> list[str]:
             f"{settings.WEBHOOKS_RETRY_BACKOFF_MAX} and {visibility}): the broker would hand a "
             "retry that waits its turn to a second worker."
         )
+    one_read = settings.PAYMENTS_CONNECT_TIMEOUT + settings.PAYMENTS_READ_TIMEOUT
+    if settings.WEBHOOKS_CLAIM_LEASE <= one_read:
+        problems.append(
+            "WEBHOOKS_CLAIM_LEASE must be longer than one provider read, PAYMENTS_CONNECT_TIMEOUT"
+            f" + PAYMENTS_READ_TIMEOUT (now {settings.WEBHOOKS_CLAIM_LEASE} and {one_read:g}):"
+            " every task still reading would be taken for lost."
+        )
     if settings.WEBHOOKS_MAX_BODY_BYTES < 256:
         problems.append("WEBHOOKS_MAX_BODY_BYTES must be at least 256.")
     if settings.WEBHOOKS_MAX_RETRIES < 0 or settings.WEBHOOKS_RETRY_BACKOFF < 1:

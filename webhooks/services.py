@@ -29,7 +29,6 @@ from webhooks.queue import enqueue_processing, queue_now, unmark_queued
 
 logger = logging.getLogger(__name__)
 
-STUCK_AFTER = timedelta(hours=1)  # a claimed row older than this lost its task
 DEFERRED = "Deferred: too many notifications for unknown payments; it is looked up later."
 
 
@@ -149,6 +148,14 @@ def webhook_process(*, payment_id: str, task_id: str) -> ProcessOutcome:
     return ProcessOutcome.PROCESSED
 
 
+def webhook_hold(*, payment_id: str, task_id: str, until: datetime) -> int:
+    """The task will retry at `until`: its events stay claimed by it, and their lease
+    (`WEBHOOKS_CLAIM_LEASE`) runs from then, so that the relay leaves them to the retry."""
+    return WebhookEvent.objects.filter(
+        provider_payment_id=payment_id, state=WebhookState.PROCESSING, task_id=task_id
+    ).update(claimed_at=until)
+
+
 def webhook_give_up(*, payment_id: str, task_id: str, error: str) -> int:
     """Retries ran out: the task's events are marked failed, for staff to retry."""
     logger.error("webhook for payment %s failed after retries: %s", payment_id, error)
@@ -173,15 +180,19 @@ def webhook_relay(
     *, limit: int = 500, older_than: timedelta | None = None, now: datetime | None = None
 ) -> int:
     """Queue again the events left behind: received but never queued (the broker was down, a
-    process died), or claimed by a task that is gone. Rows are locked with SKIP LOCKED, so
-    relays running at once share the work. Returns how many events were relayed."""
+    process died), or claimed by a task that did not finish within `WEBHOOKS_CLAIM_LEASE` (its
+    worker died). Rows are locked with SKIP LOCKED, so relays running at once share the work.
+    Returns how many events were relayed."""
     now = now or timezone.now()
     if older_than is None:
         older_than = timedelta(seconds=settings.WEBHOOKS_RELAY_AFTER)
     cutoff = now - older_than
     left_behind = Q(state=WebhookState.RECEIVED, received_at__lt=cutoff) & (
         Q(relayed_at__isnull=True) | Q(relayed_at__lt=cutoff)
-    ) | Q(state=WebhookState.PROCESSING, claimed_at__lt=now - STUCK_AFTER)
+    ) | Q(
+        state=WebhookState.PROCESSING,
+        claimed_at__lt=now - timedelta(seconds=settings.WEBHOOKS_CLAIM_LEASE),
+    )
     with transaction.atomic():
         rows = list(
             WebhookEvent.objects.select_for_update(skip_locked=True)

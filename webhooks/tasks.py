@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from celery import Task, shared_task
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
+from django.utils import timezone
 
-from webhooks.services import RetryLater, webhook_give_up, webhook_process, webhook_relay
+from webhooks.services import (
+    RetryLater,
+    webhook_give_up,
+    webhook_hold,
+    webhook_process,
+    webhook_relay,
+)
 
 
 @shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=None)
@@ -28,7 +37,10 @@ def webhook_process_task(self: Task, payment_id: str) -> str:
             maximum=settings.WEBHOOKS_RETRY_BACKOFF_MAX,
             full_jitter=True,
         )
-        raise self.retry(countdown=max(countdown, 1)) from exc
+        countdown = max(countdown, 1)
+        until = timezone.now() + timedelta(seconds=countdown)
+        webhook_hold(payment_id=payment_id, task_id=task_id, until=until)
+        raise self.retry(countdown=countdown) from exc
 
 
 @shared_task(acks_late=True, ignore_result=True)

@@ -37,6 +37,7 @@ from webhooks.services import (
     RetryLater,
     webhook_events_retry,
     webhook_give_up,
+    webhook_hold,
     webhook_process,
     webhook_relay,
 )
@@ -355,6 +356,48 @@ def test_an_attempt_whose_answer_was_lost_is_adopted_from_its_insert(
 
 @pytest.mark.sandbox
 @pytest.mark.django_db
+def test_an_insert_racing_the_shoppers_own_answer_applies_the_payment_once(
+    provider: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shopper's pay request records the provider's id on its attempt just after the
+    INSERT's task looked for that id and found nothing: the task's adoption then collides with
+    that record (the provider id is unique). It applies the payment to the shopper's attempt
+    instead, once, with no second record, and its events are processed, not left claimed."""
+    import payments.reconciliation as reconciliation
+
+    # Given an attempt that already holds the provider's id (the pay request got its answer)
+    order = order_for()
+    remote = provider.create_payment(external_reference=order.reference)
+    attempt = Payment.objects.create(
+        external_reference=order.reference,
+        idempotency_key=uuid.uuid4().hex,
+        capture_method="automatic",
+        amount=Decimal("250.00"),
+        status=PaymentStatus.APPROVED,
+        provider_id=remote["id"],
+    )
+    pks = notify(remote["id"], "INSERT")
+    # ... which the task's first look did not see yet
+    real_held = reconciliation._held
+    looks: list[str] = []
+
+    def held_after_the_first_look(provider_id: str) -> Payment | None:
+        looks.append(provider_id)
+        return None if len(looks) <= 2 else real_held(provider_id)
+
+    monkeypatch.setattr(reconciliation, "_held", held_after_the_first_look)
+
+    # When the INSERT is processed
+    outcome = webhook_process(payment_id=remote["id"], task_id="race")
+
+    # Then the shopper's attempt is the payment, and nothing is left claimed
+    assert outcome == ProcessOutcome.PROCESSED
+    assert Payment.objects.filter(external_reference=order.reference).count() == 1
+    assert {(e.state, e.payment_id) for e in events(pks)} == {(WebhookState.PROCESSED, attempt.pk)}
+
+
+@pytest.mark.sandbox
+@pytest.mark.django_db
 def test_a_payment_for_one_of_our_orders_without_a_local_record_is_adopted(
     provider: Api, django_capture_on_commit_callbacks: CaptureCallbacks
 ) -> None:
@@ -636,12 +679,14 @@ def test_rows_the_broker_never_got_are_relayed_once(
 
 
 @pytest.mark.django_db
-def test_rows_stuck_in_processing_for_an_hour_are_reset(
-    django_capture_on_commit_callbacks: CaptureCallbacks,
+def test_rows_claimed_longer_than_the_lease_are_reset(
+    settings: Any, django_capture_on_commit_callbacks: CaptureCallbacks
 ) -> None:
-    """A row claimed by a task that vanished over an hour ago is received again and relayed;
-    a row claimed minutes ago still belongs to its task."""
-    # Given a row claimed two hours ago and one claimed ten minutes ago
+    """A row claimed by a task that vanished (its worker died) more than WEBHOOKS_CLAIM_LEASE
+    ago is received again and relayed; a row claimed within the lease still belongs to its
+    task."""
+    # Given a 60-second lease, a row claimed 61 seconds ago and one claimed 50 seconds ago
+    settings.WEBHOOKS_CLAIM_LEASE = 60
     now = timezone.now()
     long_ago = now - timedelta(hours=3)
     stuck = notify(
@@ -649,7 +694,7 @@ def test_rows_stuck_in_processing_for_an_hour_are_reset(
         state=WebhookState.PROCESSING,
         task_id="gone",
         received_at=long_ago,
-        claimed_at=now - timedelta(hours=2),
+        claimed_at=now - timedelta(seconds=61),
         attempts=1,
     )
     busy = notify(
@@ -657,13 +702,13 @@ def test_rows_stuck_in_processing_for_an_hour_are_reset(
         state=WebhookState.PROCESSING,
         task_id="busy",
         received_at=long_ago,
-        claimed_at=now - timedelta(minutes=10),
+        claimed_at=now - timedelta(seconds=50),
         attempts=1,
     )
 
     # When the relay runs
     with django_capture_on_commit_callbacks(execute=True):
-        relayed = webhook_relay()
+        relayed = webhook_relay(now=now)
 
     # Then only the stuck row is released, to be claimed by its new task
     assert relayed == 1
@@ -671,6 +716,39 @@ def test_rows_stuck_in_processing_for_an_hour_are_reset(
     assert (event.state, event.task_id, event.attempts) == (WebhookState.RECEIVED, "", 1)
     assert event.relayed_at is not None
     assert [(e.state, e.task_id) for e in events(busy)] == [(WebhookState.PROCESSING, "busy")]
+
+
+@pytest.mark.django_db
+def test_a_task_waiting_to_retry_keeps_its_rows_until_its_lease_after_the_retry(
+    settings: Any, django_capture_on_commit_callbacks: CaptureCallbacks
+) -> None:
+    """A task that will retry in five minutes holds its rows: the relay leaves them alone until
+    the retry is due plus the lease, and takes them only if the retry never came."""
+    settings.WEBHOOKS_CLAIM_LEASE = 60
+    now = timezone.now()
+    payment_id = str(uuid.uuid4())
+    held = notify(
+        payment_id,
+        state=WebhookState.PROCESSING,
+        task_id="retrying",
+        received_at=now - timedelta(minutes=10),
+        claimed_at=now - timedelta(minutes=2),
+        attempts=2,
+    )
+
+    # When the task says it retries in 5 minutes
+    assert webhook_hold(payment_id=payment_id, task_id="retrying", until=now + timedelta(minutes=5))
+
+    # Then the relay leaves the rows to it until the retry is due plus the lease
+    for later in (timedelta(0), timedelta(minutes=5), timedelta(minutes=5, seconds=59)):
+        with django_capture_on_commit_callbacks(execute=True):
+            assert webhook_relay(now=now + later) == 0
+    assert [(e.state, e.task_id) for e in events(held)] == [(WebhookState.PROCESSING, "retrying")]
+
+    # And takes them once that has passed with no retry
+    with django_capture_on_commit_callbacks(execute=True):
+        assert webhook_relay(now=now + timedelta(minutes=6, seconds=1)) == 1
+    assert [(e.state, e.task_id) for e in events(held)] == [(WebhookState.RECEIVED, "")]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -26,6 +26,7 @@ def test_the_defaults_agree() -> None:
         ({"WEBHOOKS_RETRY_BACKOFF_MAX": 3600}, "CELERY_VISIBILITY_TIMEOUT"),
         ({"WEBHOOKS_MAX_BODY_BYTES": 100}, "WEBHOOKS_MAX_BODY_BYTES"),
         ({"WEBHOOKS_RETRY_BACKOFF": 0}, "WEBHOOKS_RETRY_BACKOFF"),
+        ({"WEBHOOKS_CLAIM_LEASE": 18}, "WEBHOOKS_CLAIM_LEASE"),
     ],
 )
 def test_settings_that_disagree_are_named(
