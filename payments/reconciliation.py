@@ -87,17 +87,14 @@ def payment_sync(*, provider_id: str) -> SyncResult:
     """Read one payment from the provider by its id and bring the shop in line with it: apply it
     to the payment we hold, adopt it if it is ours but unknown here, or report it unmatched."""
     remote = _fetch(provider_id)
-    local = Payment.objects.filter(provider_id=provider_id).first()
+    local = _held(provider_id)
     if remote is None:
         if local is not None:
             raise PaymentRefused(f"The provider no longer finds payment {provider_id}.")
         return SyncResult(SyncOutcome.NOT_FOUND, note="the provider has no payment with this id")
     if local is None:
         return payment_adopt(remote=remote)
-    before = _amounts(local)
-    payment = payment_apply(payment=local, remote=remote)
-    changed = _amounts(payment) != before
-    return SyncResult(SyncOutcome.UPDATED if changed else SyncOutcome.UNCHANGED, payment)
+    return _apply_held(local, remote)
 
 
 def _reference_is_ours(reference: str) -> bool:
@@ -109,18 +106,41 @@ def _reference_is_ours(reference: str) -> bool:
     return any(answer is True for _, answer in answers)
 
 
+def _held(provider_id: str) -> Payment | None:
+    return Payment.objects.filter(provider_id=provider_id).first()
+
+
+def _apply_held(held: Payment, remote: ProviderPayment) -> SyncResult:
+    before = _amounts(held)
+    held = payment_apply(payment=held, remote=remote)
+    return SyncResult(
+        SyncOutcome.UPDATED if _amounts(held) != before else SyncOutcome.UNCHANGED, held
+    )
+
+
 def payment_adopt(*, remote: ProviderPayment) -> SyncResult:
     """Attach a provider payment the shop holds no id for. If an attempt for its reference is
     still unconfirmed (its create's answer was lost, or has not come back yet), that attempt is
-    it; otherwise, if the reference is one of ours, a local record is made for it."""
+    it; otherwise, if the reference is one of ours, a local record is made for it. If the
+    shopper's own request records the payment's id meanwhile (its answer arrived while this
+    ran), that record is the payment: it is applied there, once."""
+    try:
+        return _adopt(remote)
+    except IntegrityError as exc:
+        held = _held(remote.id)
+        if held is None:
+            raise PaymentInProgress(
+                f"another payment attempt for {remote.external_reference} is running"
+            ) from exc
+        return _apply_held(held, remote)
+
+
+def _adopt(remote: ProviderPayment) -> SyncResult:
     reference = remote.external_reference
     with transaction.atomic():
-        held = Payment.objects.filter(provider_id=remote.id).first()
+        held = _held(remote.id)
         if held is not None:  # the create's own answer got here first
-            before = _amounts(held)
-            held = payment_apply(payment=held, remote=remote)
-            outcome = SyncOutcome.UPDATED if _amounts(held) != before else SyncOutcome.UNCHANGED
-            return SyncResult(outcome, held)
+            return _apply_held(held, remote)
         attempt = (
             Payment.objects.select_for_update()
             .filter(external_reference=reference, provider_id__isnull=True, status__in=IN_FLIGHT)
