@@ -26,6 +26,7 @@ from payments.client import get_client
 from payments.errors import (
     PaymentAttemptBlocked,
     PaymentError,
+    PaymentInProgress,
     PaymentOutcomeUnknown,
     ProviderApiError,
 )
@@ -181,6 +182,10 @@ def order_release_duplicates(*, reference: str) -> int:
                 )
             else:
                 payments.payment_cancel(payment=extra)
+        except PaymentInProgress:
+            # Another sync of the same order is releasing it right now: that one logs the outcome.
+            logger.info("order %s: duplicate payment %s is being released", reference, extra.pk)
+            continue
         except PaymentError as exc:
             logger.error(
                 "order %s: duplicate payment %s not released: %s", reference, extra.pk, exc.message

@@ -10,7 +10,7 @@ from django.core import mail
 
 from checkout.models import Order, OrderStatus, Product
 from checkout.services import order_pay, order_payments
-from payments.models import PaymentStatus
+from payments.models import Payment, PaymentStatus
 from payments.services import payment_refresh
 from tests.support import THREE_DS, VISA, Api
 
@@ -36,10 +36,9 @@ def _order() -> Order:
     return order
 
 
-def test_a_challenge_finished_after_another_card_paid_is_refunded(provider: Api) -> None:
-    """Given a 3-D Secure attempt left open and a second card that paid the order, when the
-    first challenge is completed anyway, that second charge is refunded and the order stays
-    paid, with one confirmation email."""
+def _paid_twice(provider: Api) -> tuple[Order, Payment]:
+    """An order paid by a second card while its 3-D Secure attempt was left open, then that
+    challenge completed at the provider: the attempt's local record, not yet refreshed."""
     order = _order()
     pending = order_pay(
         order=order,
@@ -56,12 +55,20 @@ def test_a_challenge_finished_after_another_card_paid_is_refunded(provider: Api)
         return_url="",
     )
     assert (pending.result, paid.result) == ("pending", "approved")
-
     answer = requests.post(
         pending.three_ds_url, data={"action": "submit", "code": "123456"}, timeout=10
     )
     assert answer.status_code == 200
     first = next(p for p in order_payments(order) if p.provider_id == pending.payment_id)
+    return order, first
+
+
+def test_a_challenge_finished_after_another_card_paid_is_refunded(provider: Api) -> None:
+    """Given a 3-D Secure attempt left open and a second card that paid the order, when the
+    first challenge is completed anyway, that second charge is refunded and the order stays
+    paid, with one confirmation email."""
+    order, first = _paid_twice(provider)
+
     payment_refresh(payment=first)
 
     first.refresh_from_db()
@@ -71,3 +78,27 @@ def test_a_challenge_finished_after_another_card_paid_is_refunded(provider: Api)
     order.refresh_from_db()
     assert order.status == OrderStatus.PAID
     assert len(mail.outbox) == 1
+
+
+def test_a_duplicate_another_action_is_releasing_is_logged_as_such_not_as_an_error(
+    provider: Api, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Given a second charge of a paid order, when another action is releasing it at that very
+    moment, then this release says so at INFO and logs no error."""
+    import logging
+
+    import checkout.services
+    from payments.errors import PaymentInProgress
+
+    _, first = _paid_twice(provider)
+
+    def busy(**_: object) -> None:
+        raise PaymentInProgress("Another action (refund) is already running.")
+
+    monkeypatch.setattr(checkout.services.payments, "payment_refund", busy)
+    caplog.set_level(logging.INFO, logger="checkout.services")
+    payment_refresh(payment=first)
+
+    records = [r for r in caplog.records if r.name == "checkout.services"]
+    assert [r.levelno for r in records if "being released" in r.getMessage()] == [logging.INFO]
+    assert not [r for r in records if r.levelno >= logging.ERROR]
