@@ -229,6 +229,14 @@ def _dumps(body: Any) -> str:
     return simplejson.dumps(body, use_decimal=True)
 
 
+def same_payment(payment: dict[str, Any]) -> dict[str, Any]:
+    """A payment's JSON as compared between two answers: the letter case of a PE-3DS01
+    message varies from one answer to the next (the specification says so), nothing else."""
+    detail = payment.get("status_detail") or {}
+    message = str(detail.get("message", "")).casefold()
+    return {**payment, "status_detail": {**detail, "message": message}}
+
+
 def assert_error(response: requests.Response, status: int, code: str) -> dict[str, Any]:
     """An error answer with the spec's body: {error_code, message, detail: [...]}."""
     assert response.status_code == status, f"{response.status_code} {response.text}"

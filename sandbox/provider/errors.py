@@ -41,6 +41,11 @@ SUBSCRIPTION_NOT_FOUND = "BR1302"
 INTERNAL_ERROR = "AI1899"
 
 
+def internal_error_code(path: str) -> str:
+    """A server-side failure is AI1300 when tokenizing a card, AI1899 everywhere else."""
+    return TOKENIZATION_FAILED if path.rstrip("/").endswith("/card_tokens") else INTERNAL_ERROR
+
+
 class ApiError(Exception):
     """An error answer of the provider API."""
 
@@ -141,7 +146,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     error = to_api_error(exc)
     if error is None:
         logger.exception("unhandled error in %s", context.get("view").__class__.__name__)
-        error = ApiError(500, INTERNAL_ERROR, "Internal error.", [])
+        request = context.get("request")
+        code = internal_error_code(request.path if request is not None else "")
+        error = ApiError(500, code, "Internal error.", [])
     return Response(error.body(), status=error.http_status)
 
 
@@ -150,4 +157,4 @@ def not_found_view(request: HttpRequest, exception: Exception | None = None) -> 
 
 
 def server_error_view(request: HttpRequest) -> JsonResponse:
-    return error_response(ApiError(500, INTERNAL_ERROR, "Internal error.", []))
+    return error_response(ApiError(500, internal_error_code(request.path), "Internal error.", []))

@@ -11,7 +11,12 @@ from django.db import transaction
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 
-from sandbox.provider.errors import BODY_TOO_LARGE, INTERNAL_ERROR, ApiError, error_response
+from sandbox.provider.errors import (
+    BODY_TOO_LARGE,
+    ApiError,
+    error_response,
+    internal_error_code,
+)
 from sandbox.provider.models import Fault
 
 GetResponse = Callable[[HttpRequest], HttpResponse]
@@ -113,7 +118,9 @@ class FaultInjectionMiddleware:
             time.sleep(fault.latency_ms / 1000)
         if fault.status is None:
             return response if response is not None else self.get_response(request)
-        code = fault.error_code or (INTERNAL_ERROR if fault.status >= 500 else "CL2100")
+        code = fault.error_code or (
+            internal_error_code(request.path) if fault.status >= 500 else "CL2100"
+        )
         message = fault.message or ("Internal error." if fault.status >= 500 else "Injected fault")
         return error_response(
             ApiError(fault.status, code, message, ["injected by /_sandbox/faults"])

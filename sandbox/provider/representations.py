@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from decimal import Decimal
 from typing import Any
 
@@ -23,9 +24,13 @@ def money(value: Decimal) -> Decimal:
     return value.quantize(CENT)
 
 
-def vary_case(message: str, version: int) -> str:
-    """The spec warns the letter case of PE-3DS01's message varies between answers."""
-    return (message, message.lower(), message.upper())[version % 3]
+_answers = itertools.count()
+
+
+def vary_case(message: str) -> str:
+    """The spec warns the letter case of PE-3DS01's message varies between answers: each answer
+    takes the next of three (as written, lower case, upper case)."""
+    return (message, message.lower(), message.upper())[next(_answers) % 3]
 
 
 def _validations_json(validations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -94,7 +99,7 @@ def payment_json(
         status = PaymentStatus.APPROVED
     message = payment.status_message
     if payment.status_code == "PE-3DS01":
-        message = vary_case(message, payment.version)
+        message = vary_case(message)
     pending_action: dict[str, str] = {}
     if payment.status == PaymentStatus.PENDING and payment.challenge_id:
         pending_action = {"type": "open_modal", "url": f"{base_url}/3ds/{payment.challenge_id}"}

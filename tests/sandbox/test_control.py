@@ -28,6 +28,29 @@ def test_a_server_fault_answers_the_internal_error_body(api: Api) -> None:
     assert_error(api.get("/payment_methods"), 500, "AI1899")
 
 
+def test_a_server_failure_while_tokenizing_is_ai1300(api: Api) -> None:
+    """A server-side failure of POST /card_tokens answers AI1300 (the tokenization error code
+    the SDK logs), while the same failure elsewhere stays AI1899."""
+    api.post("/_sandbox/faults", {"path": "/card_tokens", "status": 500, "times": 1})
+    api.post("/_sandbox/faults", {"path": "/payment_methods", "status": 500, "times": 1})
+
+    tokenizing = api.post("/card_tokens", {"card": {}}, auth="public")
+    listing = api.get("/payment_methods")
+
+    assert_error(tokenizing, 500, "AI1300")
+    assert_error(listing, 500, "AI1899")
+
+
+def test_an_unexpected_error_while_tokenizing_is_ai1300() -> None:
+    """The error handler, the 500 page and injected faults name one code for one path."""
+    from sandbox.provider.errors import internal_error_code
+
+    assert internal_error_code("/card_tokens") == "AI1300"
+    assert internal_error_code("/card_tokens/") == "AI1300"
+    assert internal_error_code("/payments") == "AI1899"
+    assert internal_error_code("/payments/card_tokens-x") == "AI1899"
+
+
 def test_a_fault_can_carry_its_own_error_code(api: Api) -> None:
     """A fault with error_code AI1300 on /card_tokens answers that code (SDK logging case)."""
     api.post("/_sandbox/faults", {"path": "/card_tokens", "status": 500, "error_code": "AI1300"})

@@ -21,6 +21,7 @@ from tests.support import (
     WebhookReceiver,
     assert_error,
     decimal_json,
+    same_payment,
 )
 
 AMOUNT = Decimal("250.00")
@@ -151,7 +152,7 @@ def test_a_first_refund_above_the_charge_is_refused(api: Api) -> None:
 
     # Then it is refused and nothing changes
     assert_error(response, 400, "CL2207")
-    assert api.payment(payment["id"]) == payment
+    assert same_payment(api.payment(payment["id"])) == same_payment(payment)
 
 
 def test_only_the_captured_amount_can_be_refunded(api: Api) -> None:
@@ -263,7 +264,7 @@ def test_only_an_approved_payment_can_be_refunded(api: Api, status: str) -> None
     # Then both are refused and nothing changes
     assert_error(full, 409, "CL2206")
     assert_error(partial, 409, "CL2206")
-    assert api.payment(payment["id"]) == payment
+    assert same_payment(api.payment(payment["id"])) == same_payment(payment)
 
 
 @pytest.mark.parametrize("payment_id", [str(uuid.uuid4()), "not-a-uuid"], ids=["uuid", "non-uuid"])
@@ -294,7 +295,7 @@ def test_a_refund_amount_must_be_a_positive_number_of_cents(api: Api, amount: An
 
     # Then it is refused and nothing changes
     assert_error(response, 400, "CL2100")
-    assert api.payment(payment["id"]) == payment
+    assert same_payment(api.payment(payment["id"])) == same_payment(payment)
 
 
 def test_a_refund_needs_a_payment_id(api: Api) -> None:
@@ -307,4 +308,4 @@ def test_a_refund_needs_a_payment_id(api: Api) -> None:
 
     # Then it is refused and nothing changes
     assert_error(response, 400, "CL2100")
-    assert api.payment(payment["id"]) == payment
+    assert same_payment(api.payment(payment["id"])) == same_payment(payment)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from django.conf import settings
@@ -13,6 +15,10 @@ from waitress import serve
 from sandbox.provider.seed import sandbox_seed
 from sandbox.provider.webhooks import DeliveryWorker
 from sandbox.wsgi import application
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 class Command(BaseCommand):
@@ -29,6 +35,10 @@ class Command(BaseCommand):
         if not options["skip_setup"]:
             call_command("migrate", interactive=False, verbosity=0)
             sandbox_seed()
+        # Ctrl-C and SIGTERM stop the sandbox whatever handling it inherited (a shell or CI runner
+        # that ignores SIGINT would otherwise leave it running).
+        signal.signal(signal.SIGINT, _stop)
+        signal.signal(signal.SIGTERM, _stop)
         worker = DeliveryWorker()
         worker.start()
         host, port = options["host"], options["port"]
