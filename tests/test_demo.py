@@ -26,6 +26,18 @@ def _make(command: list[str], env: dict[str, str], log_path: Path) -> subprocess
         )
 
 
+def _stop_group(process: subprocess.Popen[bytes], sig: int = signal.SIGINT) -> None:
+    """Interrupt the process group as Ctrl-C does; if it does not end within 30 s, kill the
+    whole group (nothing is left behind) and fail."""
+    os.killpg(process.pid, sig)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        raise AssertionError(f"{process.args} did not stop on signal {sig}") from None
+
+
 def _wait_for(url: str, deadline: float, **kwargs: object) -> requests.Response:
     while time.monotonic() < deadline:
         try:
@@ -76,12 +88,7 @@ def test_make_demo_runs_everything_on_embedded_defaults(tmp_path: Path) -> None:
         assert "ready." in output, output  # the Celery worker is consuming
         assert "beat: Starting" in output, output
     finally:
-        os.killpg(demo.pid, signal.SIGINT)
-        try:
-            demo.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(demo.pid, signal.SIGKILL)
-            raise AssertionError("make demo did not stop on Ctrl-C") from None
+        _stop_group(demo)
     assert not (ROOT / "control").exists()  # the embedded broker keeps to its own folder
     for port in (shop_port, sandbox_port):
         with pytest.raises(requests.ConnectionError):
@@ -127,5 +134,42 @@ def test_make_sandbox_runs_the_sandbox_alone_with_keys_from_the_environment(
         secret = requests.get(f"{base}/_sandbox/clock", auth=("pk_custom", "sk_custom"), timeout=5)
         assert secret.status_code == 200
     finally:
-        os.killpg(process.pid, signal.SIGINT)
-        process.wait(timeout=30)
+        _stop_group(process)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_the_sandbox_stops_on_a_signal_even_when_it_inherited_sigint_ignored(
+    tmp_path: Path, sig: int
+) -> None:
+    """Started from a shell that ignores SIGINT (as some CI runners do), the sandbox still
+    stops on Ctrl-C and on SIGTERM, at once."""
+    import sys
+
+    port = free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "SANDBOX_"))},
+        "SANDBOX_PORT": str(port),
+        "SANDBOX_VAR_DIR": str(tmp_path),
+    }
+    command = [sys.executable, "-m", "sandbox.manage", "runsandbox", "--port", str(port)]
+    with (tmp_path / "sandbox.log").open("wb") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/healthz", time.monotonic() + 60)
+    except AssertionError:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+    os.kill(process.pid, sig)
+    try:
+        assert process.wait(timeout=15) == 0
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
