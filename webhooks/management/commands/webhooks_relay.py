@@ -29,8 +29,7 @@ class Command(BaseCommand):
             "--older-than",
             type=int,
             default=None,
-            help="only events waiting at least this many seconds "
-            "(default: WEBHOOKS_RELAY_AFTER)",
+            help="only events waiting at least this many seconds (default: WEBHOOKS_RELAY_AFTER)",
         )
 
     def handle(
