@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from tests.support import (
     CHROMIUM,
@@ -20,6 +21,12 @@ from tests.support import (
     run_sandbox,
     sandbox_database_url,
 )
+
+# Fuzz tests can be replayed: every failure prints the blob that reproduces it
+# (@reproduce_failure), and in CI each run draws the same examples (a fixed seed per test).
+hypothesis_settings.register_profile("dev", print_blob=True)
+hypothesis_settings.register_profile("ci", print_blob=True, derandomize=True, database=None)
+hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 def _sandbox_database_name() -> str:

@@ -28,9 +28,23 @@ def test_the_webhook_token_and_credentials_are_redacted(settings: pytest.Fixture
     assert "[redacted]" in _through_filter("Authorization: Basic YWJjOmRlZmdoaWprbG1u")
 
 
+def _with_check_digit(prefix: str) -> str:
+    """`prefix` and the digit that makes it Luhn-valid."""
+    return next(prefix + digit for digit in "0123456789" if luhn_valid(prefix + digit))
+
+
 @pytest.mark.parametrize(
     "number",
-    ["4242424242424242", "4242 4242 4242 4242", "4000-0000-0000-3220", "378282246310005"],
+    [
+        "4242424242424242",
+        "4242 4242 4242 4242",
+        "4000-0000-0000-3220",
+        "378282246310005",
+        "4222222222222",  # 13 digits (early Visa)
+        "30569309025904",  # 14 digits (Diners Club)
+        _with_check_digit("62123456789012345"),  # 18 digits
+        _with_check_digit("601100099013942312"),  # 19 digits
+    ],
 )
 def test_card_numbers_are_masked_to_their_last_four_digits(number: str) -> None:
     """Given a Luhn-valid card number in a message, when it is logged, then only its last four

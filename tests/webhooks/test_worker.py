@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 from io import StringIO
 from pathlib import Path
@@ -28,6 +29,7 @@ from django.db import connection, connections
 from django.db.models.signals import post_save
 from django.test import override_settings
 from django.urls import reverse
+from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -696,11 +698,20 @@ def test_a_worker_keeps_its_database_connection_from_task_to_task(
 def test_with_no_connection_age_a_worker_closes_its_connection_after_each_task(
     worker_processes: Callable[..., WorkerProcess],
 ) -> None:
-    """DATABASE_CONN_MAX_AGE=0 (behind PgBouncer in transaction mode) is honoured by workers."""
+    """DATABASE_CONN_MAX_AGE=0 (behind PgBouncer in transaction mode) is honoured by workers:
+    their tasks did use the database (an old notification was relayed by one of them), and no
+    connection is left open afterwards."""
     name = f"shop-worker-{uuid.uuid4().hex[:8]}"
+    left_behind = WebhookEvent.objects.create(
+        provider_payment_id=str(uuid.uuid4()),
+        event_type="UPDATE",
+        received_at=timezone.now() - timedelta(minutes=10),
+    )
     worker = worker_processes("closes", PGAPPNAME=name, DATABASE_CONN_MAX_AGE="0")
     worker.wait_ready()
     run_relay_tasks(worker, 3)
+    left_behind.refresh_from_db()
+    assert left_behind.relayed_at is not None  # the worker reached the database
     wait_until(lambda: worker_backends(name) == [], timeout=10)
 
 
