@@ -4,9 +4,26 @@ in a loop must not turn into as many calls to the provider."""
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 from django.conf import settings
 from django.http import HttpRequest
 from django_ratelimit.core import is_ratelimited
+
+logger = logging.getLogger(__name__)
+
+
+class LimitsUnavailable(Exception):
+    """The cache that counts the limits (Redis) cannot be reached."""
+
+
+def _limited(request: HttpRequest, **limit: Any) -> bool:
+    try:
+        return is_ratelimited(request, increment=True, **limit)
+    except Exception as exc:  # the cache's own errors differ by backend: all mean "unreachable"
+        logger.warning("checkout limits unavailable (%s): %s", limit["group"], exc)
+        raise LimitsUnavailable(str(exc)) from exc
 
 
 def _session_or_address(group: str, request: HttpRequest) -> str:
@@ -14,30 +31,32 @@ def _session_or_address(group: str, request: HttpRequest) -> str:
 
 
 def payment_attempts_exceeded(request: HttpRequest) -> bool:
-    """Count this payment attempt; True when its session or its address has made too many."""
-    by_session = is_ratelimited(
+    """Count this payment attempt; True when its session or its address has made too many.
+    Raises `LimitsUnavailable` when they cannot be counted: no attempt goes uncounted."""
+    by_session = _limited(
         request,
         group="checkout.pay.session",
         key=_session_or_address,
         rate=settings.SHOP_PAY_ATTEMPTS_PER_SESSION,
-        increment=True,
     )
-    by_address = is_ratelimited(
+    by_address = _limited(
         request,
         group="checkout.pay.address",
         key="ip",
         rate=settings.SHOP_PAY_ATTEMPTS_PER_ADDRESS,
-        increment=True,
     )
     return by_session or by_address
 
 
 def status_checks_exceeded(request: HttpRequest) -> bool:
-    """Count this status check; True when its session has asked the provider too often."""
-    return is_ratelimited(
-        request,
-        group="checkout.status.session",
-        key=_session_or_address,
-        rate=settings.SHOP_STATUS_CHECKS_PER_SESSION,
-        increment=True,
-    )
+    """Count this status check; True when its session has asked the provider too often, or
+    when the checks cannot be counted (then the shop's own records answer)."""
+    try:
+        return _limited(
+            request,
+            group="checkout.status.session",
+            key=_session_or_address,
+            rate=settings.SHOP_STATUS_CHECKS_PER_SESSION,
+        )
+    except LimitsUnavailable:
+        return True

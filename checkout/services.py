@@ -4,6 +4,7 @@ status is given its payments (the only way an order moves)."""
 from __future__ import annotations
 
 import logging
+from contextlib import suppress
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -242,16 +243,26 @@ class MethodOption:
     reason: str
 
 
+def _cached_catalogue() -> list[PaymentMethodEntry] | None:
+    try:
+        return cache.get(CATALOGUE_CACHE_KEY)
+    except Exception as exc:  # the cache (Redis) is unreachable
+        logger.warning("payment methods cache unavailable: %s", exc)
+        return None
+
+
 def payment_methods_for(*, total: Decimal) -> list[MethodOption]:
-    """The provider's catalogue (cached) as the payment page shows it for this total."""
-    entries: list[PaymentMethodEntry] | None = cache.get(CATALOGUE_CACHE_KEY)
+    """The provider's catalogue (cached) as the payment page shows it for this total. Without
+    the cache (Redis down), it is read from the provider each time."""
+    entries = _cached_catalogue()
     if entries is None:
         try:
             entries = get_client().list_payment_methods("MX")
         except ProviderApiError:
             logger.warning("payment methods catalogue unavailable", exc_info=True)
             return []
-        cache.set(CATALOGUE_CACHE_KEY, entries, CATALOGUE_TTL)
+        with suppress(Exception):  # no cache: the next page reads the provider again
+            cache.set(CATALOGUE_CACHE_KEY, entries, CATALOGUE_TTL)
     options = []
     for entry in entries:
         bounds = entry.accepted_amount

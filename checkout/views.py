@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from checkout.cart import Cart, CartError
 from checkout.forms import CheckoutForm, PaymentAttemptForm, QuantityForm
-from checkout.limits import payment_attempts_exceeded, status_checks_exceeded
+from checkout.limits import LimitsUnavailable, payment_attempts_exceeded, status_checks_exceeded
 from checkout.models import Order, OrderStatus, Product
 from checkout.services import (
     CheckoutError,
@@ -185,7 +185,19 @@ def _error(message: str, status: int = 400) -> JsonResponse:
 def pay_attempt(request: HttpRequest, reference: str) -> JsonResponse:
     """CSRF-protected JSON: create the payment of one attempt on the server."""
     order = _own_order(request, reference)
-    if payment_attempts_exceeded(request):
+    try:
+        exceeded = payment_attempts_exceeded(request)
+    except LimitsUnavailable:
+        response = _error(
+            _(
+                "We cannot take your payment at this moment. Nothing was charged; please try "
+                "again in a minute."
+            ),
+            status=503,
+        )
+        response["Retry-After"] = "30"
+        return response
+    if exceeded:
         return _error(
             _(
                 "Too many payment attempts from this browser. Please wait a few minutes "

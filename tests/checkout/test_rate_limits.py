@@ -457,3 +457,46 @@ def test_status_checks_are_counted_per_browser_session(
 
     assert calls.count(("GET", f"/payments/{payments[0]}")) == 1
     assert calls.count(("GET", f"/payments/{payments[1]}")) == 1
+
+
+# --- Redis down ---------------------------------------------------------------------------------
+
+
+def test_with_redis_down_the_payment_page_works_and_attempts_wait_with_a_readable_503(
+    shop: Api, product: Product, settings: Any, calls: list[tuple[str, str]]
+) -> None:
+    """Given a pending 3-D Secure payment, when the cache (Redis) stops answering, then the
+    payment page still shows the card methods (read from the provider), a status check is
+    answered 200 from the shop's records, and a new attempt is answered 503 with Retry-After
+    and a readable message, before anything reaches the provider: never a 500."""
+    from tests.support import free_port
+
+    browser = browser_with_order(product)
+    created = attempt(browser, card(shop, THREE_DS)).json()
+    assert created["result"] == "pending"
+    unreachable = f"redis://127.0.0.1:{free_port()}/0"
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": unreachable,
+            "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 1, "SOCKET_TIMEOUT": 1},
+        }
+    }
+    calls.clear()
+
+    page = browser.get(reverse("checkout:pay", args=[order_of(browser).reference]))
+    status = status_check(browser, created["payment_id"])
+    refused = attempt(browser, "tok_never_sent")
+
+    assert page.status_code == 200
+    assert "Visa" in page.content.decode()
+    assert any(path.startswith("/payment_methods") for _, path in calls)
+    assert (status.status_code, status.json()["result"]) == (200, "pending")
+    assert refused.status_code == 503, refused.content
+    assert refused["Retry-After"] == "30"
+    assert refused.json() == {
+        "result": "error",
+        "message": "No podemos recibir tu pago en este momento. No se hizo ningún cargo; "
+        "inténtalo de nuevo en un minuto.",
+    }
+    assert not [call for call in calls if call[1].startswith("/payments")]
