@@ -339,6 +339,10 @@ def _error_for(method: str, response: requests.Response, request_id: str) -> Pro
     if status in GATEWAY_ERRORS or (status >= 500 and not kwargs["error_code"]):
         kind: type[ProviderApiError] = OutcomeUnknown if method in WRITES else ProviderUnavailable
         return kind(message, **kwargs)
+    if status >= 500 and method not in WRITES:
+        # A read changes nothing: a server failure answering it is an outage to wait out (and
+        # read again), never a refusal of anything.
+        return ProviderUnavailable(message, **kwargs)
     if status == 401:
         return Unauthorized(message, **kwargs)
     if status == 404:

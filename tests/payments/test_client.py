@@ -742,12 +742,13 @@ def test_error_bodies_become_typed_errors(
 
 @pytest.mark.parametrize(
     ("status", "code", "kind"),
-    [(404, "BR1301", NotFound), (500, "AI1899", ProviderError)],
+    [(404, "BR1301", NotFound), (500, "AI1899", ProviderUnavailable)],
 )
 def test_error_bodies_on_get_become_typed_errors(
     mocked: responses.RequestsMock, status: int, code: str, kind: type[ProviderApiError]
 ) -> None:
-    """Reads map error bodies to the same typed errors as writes."""
+    """Reads map error bodies to typed errors; a server failure answering a read (500 AI1899)
+    is the provider being unavailable, to read again later, not a refusal."""
     mocked.get(f"{FAKE_URL}/payments/{PAYMENT_ID}", status=status, body=error_body(code))
 
     with pytest.raises(kind) as caught:

@@ -113,9 +113,9 @@ def status_of(order: Order) -> str:
     return order.status
 
 
-def provider_down(api: Api) -> None:
+def provider_down(api: Api, status: int = 503) -> None:
     response = api.post(
-        "/_sandbox/faults", {"path": "/payments", "method": "GET", "status": 503, "times": 10}
+        "/_sandbox/faults", {"path": "/payments", "method": "GET", "status": status, "times": 10}
     )
     assert response.status_code in (200, 201), response.text
 
@@ -508,15 +508,17 @@ def test_lookups_of_unknown_ids_are_bounded_per_minute_and_the_rest_wait(
 
 @pytest.mark.sandbox
 @pytest.mark.django_db
+@pytest.mark.parametrize("status", [503, 500])
 def test_while_the_provider_is_down_rows_stay_with_their_task_until_it_answers(
-    provider: Api,
+    provider: Api, status: int
 ) -> None:
-    """A provider answering 503 makes processing raise RetryLater: the rows stay claimed by the
-    task with the error and the attempt counted; once it is back, the same task finishes them."""
+    """A provider answering 503, or 500 AI1899 (a server failure answering a read is an outage,
+    not a refusal), makes processing raise RetryLater: the rows stay claimed by the task with the
+    error and the attempt counted; once it is back, the same task finishes them."""
     # Given a payment with two notifications, and the provider failing every read
     payment = create_payment(provider)
     pks = notify(payment.provider_id, count=2)
-    provider_down(provider)
+    provider_down(provider, status)
 
     # When the task processes them
     with pytest.raises(RetryLater) as raised:
