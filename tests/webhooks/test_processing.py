@@ -108,6 +108,18 @@ def order_for(reference: str | None = None, price: str = "250.00") -> Order:
     return make_order((product, 1), **fields)
 
 
+def shoppers_attempt(order: Order, status: str, provider_id: str | None = None) -> Payment:
+    """The local record of the shopper's attempt to pay `order` (250.00, automatic capture)."""
+    return Payment.objects.create(
+        external_reference=order.reference,
+        idempotency_key=uuid.uuid4().hex,
+        capture_method="automatic",
+        amount=Decimal("250.00"),
+        status=status,
+        provider_id=provider_id,
+    )
+
+
 def status_of(order: Order) -> str:
     order.refresh_from_db()
     return order.status
@@ -323,14 +335,7 @@ def test_an_attempt_whose_answer_was_lost_is_adopted_from_its_insert(
     the status with an `adopted` ledger entry, links the rows, and the order follows."""
     # Given an order whose attempt was charged at the provider, but the shop never heard back
     order = order_for()
-    attempt = Payment.objects.create(
-        external_reference=order.reference,
-        idempotency_key=uuid.uuid4().hex,
-        capture_method="automatic",
-        amount=Decimal("250.00"),
-        status=PaymentStatus.UNKNOWN,
-        provider_id=None,
-    )
+    attempt = shoppers_attempt(order, PaymentStatus.UNKNOWN)
     remote = provider.create_payment(external_reference=order.reference)
     assert remote["status"] == "approved"
     pks = notify(remote["id"], "INSERT") + notify(remote["id"], "UPDATE")
@@ -368,14 +373,7 @@ def test_an_insert_racing_the_shoppers_own_answer_applies_the_payment_once(
     # Given an attempt that already holds the provider's id (the pay request got its answer)
     order = order_for()
     remote = provider.create_payment(external_reference=order.reference)
-    attempt = Payment.objects.create(
-        external_reference=order.reference,
-        idempotency_key=uuid.uuid4().hex,
-        capture_method="automatic",
-        amount=Decimal("250.00"),
-        status=PaymentStatus.APPROVED,
-        provider_id=remote["id"],
-    )
+    attempt = shoppers_attempt(order, PaymentStatus.APPROVED, provider_id=remote["id"])
     pks = notify(remote["id"], "INSERT")
     # ... which the task's first look did not see yet
     real_held = reconciliation._held
