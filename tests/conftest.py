@@ -18,6 +18,8 @@ from tests.support import (
     SECRET_KEY,
     Api,
     SandboxProcess,
+    clear_cache,
+    drop_sandbox_database,
     run_sandbox,
     sandbox_database_url,
 )
@@ -39,8 +41,12 @@ def _sandbox_database_name() -> str:
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProcess]:
     """One live sandbox for the session: on PostgreSQL when the suite is, else SQLite."""
     tmp: Path = tmp_path_factory.mktemp("sandbox")
-    with run_sandbox(tmp, database_url=sandbox_database_url(_sandbox_database_name())) as process:
-        yield process
+    database_url = sandbox_database_url(_sandbox_database_name())
+    try:
+        with run_sandbox(tmp, database_url=database_url) as process:
+            yield process
+    finally:
+        drop_sandbox_database(database_url)
 
 
 @pytest.fixture
@@ -112,12 +118,11 @@ def celery_worker_parameters() -> dict[str, Any]:
 @pytest.fixture
 def empty_broker(celery_app: Any) -> Iterator[None]:
     """No task or marker left over from another test, before the worker starts."""
-    from django.core.cache import cache
 
-    cache.clear()
+    clear_cache()
     celery_app.control.purge()
     yield
-    cache.clear()
+    clear_cache()
 
 
 @pytest.fixture

@@ -53,14 +53,36 @@ def sandbox_database_url(name: str) -> str | None:
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
         return None
+    _drop_database(url, name, create=True)
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def drop_sandbox_database(url: str | None) -> None:
+    """Remove the sandbox's database once the session is over (nothing is left behind)."""
+    if url:
+        _drop_database(url, urlsplit(url).path.strip("/"))
+
+
+def _drop_database(url: str, name: str, *, create: bool = False) -> None:
     import psycopg
 
-    parts = urlsplit(url)
-    admin = urlunsplit(parts._replace(path="/postgres"))
+    admin = urlunsplit(urlsplit(url)._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return urlunsplit(parts._replace(path=f"/{name}"))
+        if create:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def clear_cache() -> None:
+    """Forget the shop's own cache keys (rate limits, markers, the catalogue): with Redis, only
+    the keys under the cache's prefix, never the rest of its database."""
+    from django.core.cache import cache
+
+    delete_pattern = getattr(cache, "delete_pattern", None)
+    if delete_pattern is None:  # the demo's file cache holds nothing but ours
+        cache.clear()
+    else:
+        delete_pattern("*")
 
 
 @dataclass

@@ -32,7 +32,6 @@ import schemathesis
 from django.conf import settings
 from django.contrib.sessions.backends.db import SessionStore
 from django.core import signals
-from django.core.cache import cache
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
 from django.test import Client
@@ -57,7 +56,7 @@ from payments.client import get_client
 from payments.models import Payment
 from tests.checkout.conftest import add_to_cart, cart_of, html, make_order, own, place_order
 from tests.checkout.conftest import shopper as new_shopper
-from tests.support import THREE_DS, Api, free_port
+from tests.support import THREE_DS, Api, clear_cache, free_port
 from webhooks.models import WebhookEvent
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
@@ -163,7 +162,7 @@ def provider_calls(provider: Api, settings: Any) -> Iterator[list[str]]:
     settings.SHOP_BASE_URL = f"http://127.0.0.1:{free_port()}"  # webhooks go nowhere
     settings.SHOP_PAY_ATTEMPTS_PER_SESSION = "100000/m"
     settings.SHOP_PAY_ATTEMPTS_PER_ADDRESS = "100000/m"
-    cache.clear()
+    clear_cache()
     calls: list[str] = []
 
     def count(response: requests.Response, *args: Any, **kwargs: Any) -> None:
@@ -173,7 +172,7 @@ def provider_calls(provider: Api, settings: Any) -> Iterator[list[str]]:
     client.session.hooks["response"].append(count)
     yield calls
     client.session.hooks["response"].remove(count)
-    cache.clear()
+    clear_cache()
 
 
 @dataclass

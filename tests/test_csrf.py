@@ -28,7 +28,6 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
-from django.core.cache import cache
 from django.db.models import Model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
@@ -44,7 +43,7 @@ from payments.models import (
     Subscription,
 )
 from tests.checkout.conftest import CUSTOMER, make_order, own
-from tests.support import refuse_provider_calls
+from tests.support import clear_cache, refuse_provider_calls
 from webhooks.models import WebhookEvent, WebhookState
 
 pytestmark = pytest.mark.django_db
@@ -144,9 +143,9 @@ class World:
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> Iterator[None]:
     """No rate-limit count (payment attempts, admin logins) carried between tests."""
-    cache.clear()
+    clear_cache()
     yield
-    cache.clear()
+    clear_cache()
 
 
 @pytest.fixture

@@ -47,6 +47,7 @@ from tests.support import (
     THREE_DS,
     VISA,
     Api,
+    clear_cache,
     free_port,
 )
 from webhooks.models import WebhookEvent, WebhookState
@@ -336,9 +337,8 @@ def harness(provider: Api, settings: Any) -> Iterator[Harness]:
     """The shop on the live sandbox as in production (DEBUG off, a webhook token, error mail to
     ADMINS), and every log record of every logger, from DEBUG up, written through a copy of the
     console handler (same formatter, same redacting filter) into a buffer."""
-    from django.core.cache import cache
 
-    cache.clear()  # rate limit counters of other tests
+    clear_cache()  # rate limit counters of other tests
     settings.DEBUG = False
     settings.PAYMENTS_SECRET_KEY = SECRET_KEY
     settings.PAYMENTS_WEBHOOK_TOKEN = secrets.token_urlsafe(24)
@@ -388,7 +388,7 @@ def harness(provider: Api, settings: Any) -> Iterator[Harness]:
             logger.setLevel(level)
         for handler, include_html in zip(mailers, html_before, strict=True):
             handler.include_html = include_html
-        cache.clear()
+        clear_cache()
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from django.contrib.messages import get_messages
-from django.core.cache import cache
 from django.http import HttpResponse
 from django.test import Client
 from django.urls import reverse
@@ -21,6 +20,7 @@ from django.utils import timezone
 
 from checkout.models import Order, OrderItem, Product
 from payments.models import Payment
+from tests.support import clear_cache
 
 REFERENCE_RE = re.compile(r"^ORD-[0-9A-HJKMNP-TV-Z]{5}$")
 
@@ -42,9 +42,9 @@ CUSTOMER: dict[str, str] = {
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> Iterator[None]:
     """Every test starts and ends with an empty cache (the payment methods catalogue)."""
-    cache.clear()
+    clear_cache()
     yield
-    cache.clear()
+    clear_cache()
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from typing import Any
 import django_ratelimit.core
 import pytest
 import requests
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
@@ -26,7 +25,7 @@ from checkout.models import Order, OrderStatus, Product
 from payments.client import PaymentsClient
 from payments.models import Payment
 from tests.checkout.conftest import make_order, own, shopper
-from tests.support import DECLINED, THREE_DS, VISA, Api
+from tests.support import DECLINED, THREE_DS, VISA, Api, clear_cache
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
@@ -338,7 +337,7 @@ def test_attempts_work_again_once_the_counts_are_gone(
         junk_attempt(browser)
     assert_limited(attempt(browser))
 
-    cache.clear()
+    clear_cache()
     response = attempt(browser, card(shop))
 
     assert response.json()["result"] == "approved"

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.core.management import call_command
 
 from tests.sandbox.browser.conftest import StaticSite
-from tests.support import Api
+from tests.support import Api, clear_cache
 
 # Playwright's sync API keeps an asyncio event loop in this thread; Django would otherwise
 # refuse database access from the test's own (synchronous) code.
@@ -45,7 +44,7 @@ def shop(live_server: Any, provider: Api, settings: Any) -> Shop:
     """The shop on the live server, paying through a freshly reset sandbox, with the demo
     catalogue and an empty cache (the payment methods catalogue is cached)."""
     settings.SHOP_BASE_URL = live_server.url
-    cache.clear()
+    clear_cache()
     call_command("seed_demo", verbosity=0)
     return Shop(url=live_server.url, api=provider)
 

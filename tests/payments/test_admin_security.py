@@ -34,7 +34,6 @@ import pytest
 from django.conf import settings
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -48,7 +47,7 @@ from payments.models import (
     Refund,
     Subscription,
 )
-from tests.support import refuse_provider_calls
+from tests.support import clear_cache, refuse_provider_calls
 from webhooks.models import WebhookEvent, WebhookState
 
 pytestmark = pytest.mark.django_db
@@ -88,9 +87,9 @@ PINNED = 1_900_000_000 - 1_900_000_000 % 86_400
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> Iterator[None]:
     """Rate-limit counts start empty and leave nothing behind."""
-    cache.clear()
+    clear_cache()
     yield
-    cache.clear()
+    clear_cache()
 
 
 class PinnedClock:

@@ -16,7 +16,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
@@ -27,7 +26,7 @@ from payments.client import PaymentsClient
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
 from tests.checkout.conftest import make_order
 from tests.payments.factories import create_payment
-from tests.support import Api
+from tests.support import Api, clear_cache
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.queue import PROCESS_TASK, enqueue_processing, is_marked
@@ -51,10 +50,10 @@ CaptureCallbacks = Callable[..., Any]
 @pytest.fixture(autouse=True)
 def empty_redis(celery_app: Any) -> Iterator[None]:
     """No queued marker, lookup budget or queued task left over from another test."""
-    cache.clear()
+    clear_cache()
     yield
     take_queued(celery_app)
-    cache.clear()
+    clear_cache()
 
 
 @pytest.fixture
