@@ -30,6 +30,8 @@ from webhooks.queue import enqueue_processing, queue_now, unmark_queued
 logger = logging.getLogger(__name__)
 
 DEFERRED = "Deferred: too many notifications for unknown payments; it is looked up later."
+GAVE_UP = "Gave up after retries: "  # the provider could not be reached: the schedule tries again
+FAILED_RETRY_MAX = timedelta(hours=1)  # the longest wait between two schedule retries
 
 
 class ProcessOutcome(StrEnum):
@@ -163,7 +165,7 @@ def webhook_give_up(*, payment_id: str, task_id: str, error: str) -> int:
         provider_payment_id=payment_id, state=WebhookState.PROCESSING, task_id=task_id
     ).update(
         state=WebhookState.FAILED,
-        last_error=f"Gave up after retries: {error}"[:500],
+        last_error=f"{GAVE_UP}{error}"[:500],
         processed_at=timezone.now(),
     )
 
@@ -176,13 +178,22 @@ def _requeue_on_commit(payment_ids: Iterable[str]) -> None:
     transaction.on_commit(lambda: queue_now(ids))
 
 
+def _failed_wait(attempts: int) -> timedelta:
+    """How long events given up on wait before the schedule tries them again: the longest
+    retry wait, doubled for every earlier round of retries, at most an hour."""
+    rounds = max(attempts // (settings.WEBHOOKS_MAX_RETRIES + 1), 1)
+    base = timedelta(seconds=settings.WEBHOOKS_RETRY_BACKOFF_MAX)
+    return min(base * 2 ** min(rounds - 1, 10), FAILED_RETRY_MAX)
+
+
 def webhook_relay(
     *, limit: int = 500, older_than: timedelta | None = None, now: datetime | None = None
 ) -> int:
     """Queue again the events left behind: received but never queued (the broker was down, a
-    process died), or claimed by a task that did not finish within `WEBHOOKS_CLAIM_LEASE` (its
-    worker died). Rows are locked with SKIP LOCKED, so relays running at once share the work.
-    Returns how many events were relayed."""
+    process died), claimed by a task that did not finish within `WEBHOOKS_CLAIM_LEASE` (its
+    worker died), or given up on while the provider could not be reached, once their wait
+    (`_failed_wait`) is over: nothing waits for staff. Rows are locked with SKIP LOCKED, so
+    relays running at once share the work. Returns how many events were relayed."""
     now = now or timezone.now()
     if older_than is None:
         older_than = timedelta(seconds=settings.WEBHOOKS_RELAY_AFTER)
@@ -193,17 +204,27 @@ def webhook_relay(
         state=WebhookState.PROCESSING,
         claimed_at__lt=now - timedelta(seconds=settings.WEBHOOKS_CLAIM_LEASE),
     )
+    given_up = Q(
+        state=WebhookState.FAILED,
+        last_error__startswith=GAVE_UP,
+        processed_at__lt=now - _failed_wait(0),
+    )
     with transaction.atomic():
-        rows = list(
+        candidates = (
             WebhookEvent.objects.select_for_update(skip_locked=True)
-            .filter(left_behind)
+            .filter(left_behind | given_up)
             .order_by("received_at", "pk")
-            .values_list("pk", "provider_payment_id")[:limit]
+            .values_list("pk", "provider_payment_id", "state", "processed_at", "attempts")[:limit]
         )
+        rows = [
+            (pk, payment_id)
+            for pk, payment_id, state, processed_at, attempts in candidates
+            if state != WebhookState.FAILED or processed_at < now - _failed_wait(attempts)
+        ]
         if not rows:
             return 0
         WebhookEvent.objects.filter(pk__in=[pk for pk, _ in rows]).update(
-            state=WebhookState.RECEIVED, task_id="", relayed_at=now
+            state=WebhookState.RECEIVED, task_id="", relayed_at=now, processed_at=None
         )
         _requeue_on_commit(payment_id for _, payment_id in rows)
     logger.info("relayed %d webhook event(s)", len(rows))

@@ -750,6 +750,51 @@ def test_a_task_waiting_to_retry_keeps_its_rows_until_its_lease_after_the_retry(
     assert [(e.state, e.task_id) for e in events(held)] == [(WebhookState.RECEIVED, "")]
 
 
+@pytest.mark.django_db
+def test_events_given_up_on_are_tried_again_by_the_schedule_with_backoff(
+    settings: Any, celery_app: Any, django_capture_on_commit_callbacks: CaptureCallbacks
+) -> None:
+    """Events a task gave up on while the provider could not be reached are queued again by the
+    relay, with no staff step: after WEBHOOKS_RETRY_BACKOFF_MAX the first time, twice that after
+    a second round of retries, at most an hour. Events that failed for another reason (a refusal)
+    are left for staff."""
+    settings.WEBHOOKS_MAX_RETRIES = 8  # a round of retries is 9 attempts
+    settings.WEBHOOKS_RETRY_BACKOFF_MAX = 300
+    now = timezone.now()
+    long_ago = now - timedelta(hours=2)
+
+    def failed(minutes_ago: float, attempts: int, error: str) -> int:
+        [pk] = notify(
+            str(uuid.uuid4()),
+            state=WebhookState.FAILED,
+            received_at=long_ago,
+            processed_at=now - timedelta(minutes=minutes_ago),
+            attempts=attempts,
+            last_error=error,
+        )
+        return pk
+
+    gave_up = "Gave up after retries: The payment service is not reachable."
+    first_round_due = failed(5.5, 9, gave_up)
+    first_round_waiting = failed(4, 9, gave_up)
+    second_round_waiting = failed(9, 18, gave_up)  # waits 10 minutes
+    second_round_due = failed(10.5, 18, gave_up)
+    many_rounds_due = failed(61, 90, gave_up)  # at most an hour
+    refused = failed(120, 1, "The provider no longer finds payment x.")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        relayed = webhook_relay(now=now)
+
+    due = [first_round_due, second_round_due, many_rounds_due]
+    assert relayed == 3
+    assert {e.pk: e.state for e in events(due)} == dict.fromkeys(due, WebhookState.RECEIVED)
+    assert all(e.processed_at is None and e.last_error == gave_up for e in events(due))
+    waiting = [first_round_waiting, second_round_waiting, refused]
+    assert {e.state for e in events(waiting)} == {WebhookState.FAILED}
+    queued = {args[0] for _, args in take_queued(celery_app)}
+    assert queued == {e.provider_payment_id for e in events(due)}
+
+
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_relays_share_the_rows_without_relaying_any_twice() -> None:
     """Two relays started at the same instant (SKIP LOCKED) relay every row exactly once
