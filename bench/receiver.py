@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     from webhooks.models import WebhookEvent
 
     WebhookEvent.objects.all().delete()
-    sandbox_db = runtime.fresh_database(os.environ["DATABASE_URL"], "shop_bench_sandbox")
+    sandbox_db = runtime.database(os.environ["DATABASE_URL"], "shop_bench_sandbox", fresh=True)
     sandbox_port, shop_port = runtime.free_port(), runtime.free_port()
     os.environ["PAYMENTS_API_BASE_URL"] = f"http://127.0.0.1:{sandbox_port}"
     print(

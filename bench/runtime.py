@@ -42,14 +42,10 @@ def setup_django() -> None:
         sys.exit("The benchmarks empty their database's tables: its name must contain 'bench'.")
     sys.path.insert(0, str(ROOT))
     import django
-    import psycopg
     from django.core.management import call_command
 
-    server = urlunsplit(urlsplit(os.environ["DATABASE_URL"])._replace(path="/postgres"))
-    name = database_name(os.environ["DATABASE_URL"])
-    with psycopg.connect(server, autocommit=True) as c:
-        if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            c.execute(f'CREATE DATABASE "{name}"')
+    url = os.environ["DATABASE_URL"]
+    database(url, database_name(url))
     django.setup()
     logging.getLogger().setLevel(logging.WARNING)  # this process's; the services log INFO
     call_command("migrate", verbosity=0)
@@ -59,15 +55,18 @@ def database_name(url: str) -> str:
     return urlsplit(url).path.strip("/")
 
 
-def fresh_database(url: str, name: str) -> str:
-    """Drop and create the database `name` on the server of `url`; its URL."""
+def database(url: str, name: str, *, fresh: bool = False) -> str:
+    """The database `name` on the server of `url`, created if missing (dropped first when
+    `fresh`); its URL."""
     import psycopg
 
     with psycopg.connect(
         urlunsplit(urlsplit(url)._replace(path="/postgres")), autocommit=True
     ) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        c.execute(f'CREATE DATABASE "{name}"')
+        if fresh:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            c.execute(f'CREATE DATABASE "{name}"')
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
@@ -177,10 +176,11 @@ def described() -> str:
 # --- wrk --------------------------------------------------------------------------------------
 
 
-def wrk_start(url: str, script: str, seconds: float, connections: int, *args: str) -> Popen:
-    """Start wrk with a script of bench/ that prints `BENCH {json}` (posting a file: one thread
-    a connection)."""
-    threads = connections if len(args) == 2 and not args[0][0].isdigit() else 2
+def wrk_start(
+    url: str, script: str, seconds: float, connections: int, *args: str, threads: int = 2
+) -> Popen:
+    """Start wrk with a script of bench/ that prints `BENCH {json}` (posting a file takes one
+    thread a connection: `threads=connections`)."""
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{round(seconds)}s"]
     command += ["--timeout", "10s", "-s", str(ROOT / "bench" / script), url, "--", *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with connection.cursor() as cursor:  # the last run's records, and all that refers to them
         cursor.execute("TRUNCATE webhooks_webhookevent, payments_payment, checkout_order CASCADE")
     runtime.purge_queue()
-    sandbox_db = runtime.fresh_database(os.environ["DATABASE_URL"], "shop_bench_sandbox")
+    sandbox_db = runtime.database(os.environ["DATABASE_URL"], "shop_bench_sandbox", fresh=True)
     sandbox_port, shop_port = runtime.free_port(), runtime.free_port()
     os.environ["PAYMENTS_API_BASE_URL"] = f"http://127.0.0.1:{sandbox_port}"
     settings.PAYMENTS_API_BASE_URL = os.environ["PAYMENTS_API_BASE_URL"]
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             noop_before = noop_drain(total)
             offset = len(worker_log.read_text(errors="replace"))
             started = time.monotonic()
-            wrk = runtime.wrk_start(url, "post.lua", 600, 8, str(lines), "8")
+            wrk = runtime.wrk_start(url, "post.lua", 600, 8, str(lines), "8", threads=8)
             drain = wait_drained(total, started)
             wrk.send_signal(signal.SIGINT)  # its threads are done; wrk itself waits out -d
             posted = runtime.wrk_result(wrk)

@@ -53,7 +53,7 @@ def sandbox_database_url(name: str) -> str | None:
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
         return None
-    _drop_database(url, name, create=True)
+    _drop_database(url, name, recreate=True)
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
@@ -63,13 +63,13 @@ def drop_sandbox_database(url: str | None) -> None:
         _drop_database(url, urlsplit(url).path.strip("/"))
 
 
-def _drop_database(url: str, name: str, *, create: bool = False) -> None:
+def _drop_database(url: str, name: str, *, recreate: bool = False) -> None:
     import psycopg
 
     admin = urlunsplit(urlsplit(url)._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        if create:
+        if recreate:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 

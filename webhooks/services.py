@@ -17,7 +17,7 @@ from functools import partial
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from payments.errors import PaymentError, PaymentInProgress, ProviderDown
@@ -150,20 +150,23 @@ def webhook_process(*, payment_id: str, task_id: str) -> ProcessOutcome:
     return ProcessOutcome.PROCESSED
 
 
+def _claimed_by(payment_id: str, task_id: str) -> QuerySet[WebhookEvent]:
+    return WebhookEvent.objects.filter(
+        provider_payment_id=payment_id, state=WebhookState.PROCESSING, task_id=task_id
+    )
+
+
 def webhook_hold(*, payment_id: str, task_id: str, until: datetime) -> int:
     """The task will retry at `until`: its events stay claimed by it, and their lease
     (`WEBHOOKS_CLAIM_LEASE`) runs from then, so that the relay leaves them to the retry."""
-    return WebhookEvent.objects.filter(
-        provider_payment_id=payment_id, state=WebhookState.PROCESSING, task_id=task_id
-    ).update(claimed_at=until)
+    return _claimed_by(payment_id, task_id).update(claimed_at=until)
 
 
 def webhook_give_up(*, payment_id: str, task_id: str, error: str) -> int:
-    """Retries ran out: the task's events are marked failed, for staff to retry."""
+    """Retries ran out: the task's events are marked failed, where staff see them; the relay
+    tries them again once their wait is over (`webhook_relay`)."""
     logger.error("webhook for payment %s failed after retries: %s", payment_id, error)
-    return WebhookEvent.objects.filter(
-        provider_payment_id=payment_id, state=WebhookState.PROCESSING, task_id=task_id
-    ).update(
+    return _claimed_by(payment_id, task_id).update(
         state=WebhookState.FAILED,
         last_error=f"{GAVE_UP}{error}"[:500],
         processed_at=timezone.now(),
