@@ -1,10 +1,11 @@
 """The only code that speaks HTTP to the card payments service.
 
 One `requests.Session` (keep-alive pool), explicit (connect, read) timeouts, credentials from
-settings, typed results, typed errors. Retries come from urllib3's `Retry`: GETs on connection
-errors, timeouts and 5xx; POST/PATCH/PUT always carry an `Idempotency-Key`, so they are retried
-with that same key on connection errors, timeouts and gateway errors (502/503/504), never on a
-500 the provider answered. A write whose answer never came raises `OutcomeUnknown`.
+settings, typed results, typed errors. Retries come from urllib3's `Retry`, on connection
+errors, timeouts and 5xx: POST/PATCH/PUT always carry an `Idempotency-Key`, so a write is sent
+again with that same key (the provider answers what it did the first time, or does it now). A
+write whose answer never came, or came as a server failure, raises `OutcomeUnknown`: a 500 is not
+proof that nothing was done.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from payments.errors import (
     NotFound,
     OutcomeUnknown,
     ProviderApiError,
-    ProviderError,
     ProviderUnavailable,
     Unauthorized,
 )
@@ -48,18 +48,11 @@ from payments.types import (
 logger = logging.getLogger(__name__)
 
 WRITES = frozenset({"POST", "PATCH", "PUT"})
-GATEWAY_ERRORS = (502, 503, 504)
 
 
 class ProviderRetry(Retry):
-    """Retry 5xx for reads; for writes only gateway errors (a 500 is the provider's answer).
-    A provider's Retry-After never stretches a wait beyond `backoff_max`, and when retries run
-    out the error keeps every attempt, so a write is called "never sent" only if none was."""
-
-    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
-        if method.upper() in WRITES and status_code not in GATEWAY_ERRORS:
-            return False
-        return super().is_retry(method, status_code, has_retry_after)
+    """A provider's Retry-After never stretches a wait beyond `backoff_max`, and when retries
+    run out the error keeps every attempt, so a write is called "never sent" only if none was."""
 
     def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
         wait = super().get_retry_after(response)
@@ -89,7 +82,7 @@ def default_retry(attempts: int = 3) -> Retry:
         read=attempts,
         status=attempts,
         other=0,
-        status_forcelist=(500, *GATEWAY_ERRORS),
+        status_forcelist=(500, 502, 503, 504),
         allowed_methods=frozenset({"GET", *WRITES}),
         backoff_factor=0.2,
         backoff_jitter=0.3,
@@ -336,13 +329,12 @@ def _error_for(method: str, response: requests.Response, request_id: str) -> Pro
         "request_id": request_id,
     }
     message = str(body.get("message") or response.reason or f"HTTP {status}")
-    if status in GATEWAY_ERRORS or (status >= 500 and not kwargs["error_code"]):
+    if status >= 500:
+        # A write may have been done before the failure (or the answer was lost on the way
+        # back): its outcome is unknown until the same request, sent again with its key, or a
+        # read says. A read changes nothing: its failure is an outage to wait out.
         kind: type[ProviderApiError] = OutcomeUnknown if method in WRITES else ProviderUnavailable
         return kind(message, **kwargs)
-    if status >= 500 and method not in WRITES:
-        # A read changes nothing: a server failure answering it is an outage to wait out (and
-        # read again), never a refusal of anything.
-        return ProviderUnavailable(message, **kwargs)
     if status == 401:
         return Unauthorized(message, **kwargs)
     if status == 404:
@@ -351,8 +343,6 @@ def _error_for(method: str, response: requests.Response, request_id: str) -> Pro
         if kwargs["error_code"] == "CL2209":  # the same write is still being processed
             return OutcomeUnknown(message, **kwargs)
         return Conflict(message, **kwargs)
-    if status >= 500:
-        return ProviderError(message, **kwargs)
     return InvalidRequest(message, **kwargs)
 
 

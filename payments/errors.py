@@ -45,17 +45,14 @@ class Conflict(ProviderApiError):
     """409: the transition is not allowed from the payment's current status (CL2206)."""
 
 
-class ProviderError(ProviderApiError):
-    """500 with the provider's error body (AI1899): the provider failed to do it."""
-
-
 class ProviderUnavailable(ProviderApiError):
-    """No usable answer: connection error, timeout, or a gateway error (502/503/504)."""
+    """No usable answer: connection error, timeout, or a server failure (5xx) answering a read."""
 
 
 class OutcomeUnknown(ProviderUnavailable):
-    """A create, capture, cancel or refund was sent but its answer never came: it may or may
-    not have happened. Reconcile; never report it as failed."""
+    """A create, capture, cancel or refund was sent but no answer came, or a server failure
+    (5xx) did: it may or may not have happened. Send it again with its key, or read; never
+    report it as failed."""
 
 
 class PaymentError(Exception):

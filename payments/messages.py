@@ -18,7 +18,7 @@ REFUSALS = {
     "CL2211": _("This currency is not accepted."),
     "CL2290": _("This card is not accepted. Please use another card."),
     "CL1501": _("The shop could not authenticate with the payment provider."),
-    "AI1899": _("The payment provider had a problem and nothing was charged. Please try again."),
+    "AI1899": _("The payment provider had a problem; we could not confirm the result yet."),
 }
 DECLINES = {
     "RE-DEC01": _("Your bank declined the payment. Please try another card."),

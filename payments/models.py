@@ -119,6 +119,9 @@ class Payment(models.Model):
     provider_version = models.PositiveIntegerField(default=0)
     snapshot = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
     last_error = models.CharField(max_length=500, blank=True)
+    # The create request, encrypted (payments/sealed.py), while its outcome is unknown: it is
+    # sent again with the same idempotency key until the provider says what happened.
+    create_request = models.TextField(blank=True, editable=False)
     intent = models.CharField(max_length=16, choices=PaymentIntent.choices, blank=True)
     intent_started_at = models.DateTimeField(null=True, blank=True)
     authorized_at = models.DateTimeField(null=True, blank=True)

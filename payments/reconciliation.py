@@ -18,10 +18,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from payments.client import get_client
+from payments.confirmation import payment_confirm_create, payments_unconfirmed
 from payments.errors import (
     NotFound,
     PaymentError,
     PaymentInProgress,
+    PaymentOutcomeUnknown,
     PaymentRefused,
     ProviderApiError,
     ProviderDown,
@@ -197,9 +199,10 @@ class ReconcileReport:
 
 
 def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> ReconcileReport:
-    """Refresh payments that are not final and may have moved without telling us: pending for
-    over 10 minutes, outcome unknown, authorized. Stops at the first sign that the provider is
-    down, so a schedule never hammers it."""
+    """Send again the creates whose outcome is unknown (with their key), then refresh payments
+    that are not final and may have moved without telling us: pending for over 10 minutes,
+    authorized or approved and not read for a while. Stops at the first sign that the provider
+    is down, so a schedule never hammers it."""
     now = now or timezone.now()
     report = ReconcileReport(unresolved=payments_unresolved(now=now))
     if report.unresolved:
@@ -208,6 +211,14 @@ def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> Reco
             "%d payment attempt(s) have an unknown outcome and no provider id yet",
             report.unresolved,
         )
+    for payment in payments_unconfirmed()[:limit]:
+        report.checked += 1
+        try:
+            payment_confirm_create(payment=payment)
+        except PaymentOutcomeUnknown:
+            report.failed += 1
+        else:
+            report.changed += 1
     for payment in payments_to_reconcile(now=now, limit=limit):
         before = _amounts(payment)
         report.checked += 1

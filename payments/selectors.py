@@ -9,19 +9,24 @@ from django.db.models import F, Q
 from payments.models import EXPIRY_WARNING_DAYS, Payment, PaymentStatus
 
 PENDING_RECONCILE_AFTER = timedelta(minutes=10)
-AUTHORIZED_RESYNC_EVERY = timedelta(hours=6)
+RESYNC_EVERY = timedelta(hours=6)
+APPROVED_WATCHED_FOR = timedelta(days=30)
 
 
 def payments_to_reconcile(*, now: datetime, limit: int) -> list[Payment]:
     """Not final and possibly moved without a word: pending for over 10 minutes, outcome
-    unknown, or authorized and not read for a while. Least recently read first."""
+    unknown, or authorized or approved (this last month) and not read for six hours. Least
+    recently read first."""
     stale_pending = now - PENDING_RECONCILE_AFTER
     not_read_since = Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=stale_pending)
+    not_read_lately = Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=now - RESYNC_EVERY)
     wanted = (
         Q(status=PaymentStatus.PENDING, created_at__lt=stale_pending) & not_read_since
         | Q(status=PaymentStatus.UNKNOWN)
-        | Q(status=PaymentStatus.AUTHORIZED)
-        & (Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=now - AUTHORIZED_RESYNC_EVERY))
+        | Q(status=PaymentStatus.AUTHORIZED) & not_read_lately
+        # A refund or a cancellation whose notification was lost would otherwise never show.
+        | Q(status=PaymentStatus.APPROVED, created_at__gt=now - APPROVED_WATCHED_FOR)
+        & not_read_lately
     )
     return list(
         Payment.objects.filter(wanted, provider_id__isnull=False).order_by(

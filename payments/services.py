@@ -11,11 +11,13 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+from celery import current_app
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.debug import sensitive_variables
 
 from payments.client import get_client, new_idempotency_key
@@ -47,6 +49,7 @@ from payments.models import (
     Subscription,
     SubscriptionStatus,
 )
+from payments.sealed import seal
 from payments.signals import payment_status_changed
 from payments.statuses import RANK, UnknownProviderStatus, local_status
 from payments.types import CENT, ProviderPayment, ProviderSubscription
@@ -55,6 +58,8 @@ logger = logging.getLogger(__name__)
 Actor = AbstractBaseUser | AnonymousUser | None
 INTENT_TIMEOUT = timedelta(minutes=5)
 IN_FLIGHT = (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
+CONFIRM_TASK = "payments.tasks.payment_confirm_create_task"
+FIRST_CONFIRMATION_AFTER = 5  # seconds: the provider may only have been slow
 
 
 class IllegalTransition(PaymentError):
@@ -298,7 +303,8 @@ def payment_create(
     try:
         remote = get_client().create_payment(body=body, idempotency_key=attempt_key)
     except OutcomeUnknown as exc:
-        _mark(payment, PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN, exc)
+        # Sent again with its key until the provider says what happened (payments/confirmation).
+        _mark(payment, PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN, exc, request=body)
         raise PaymentOutcomeUnknown(
             _(
                 "We could not confirm your payment with the bank yet. We are checking it; you "
@@ -319,13 +325,29 @@ def payment_create(
     return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
 
 
-def _mark(payment: Payment, status: str, kind: str, error: ProviderApiError) -> None:
+def _mark(
+    payment: Payment,
+    status: str,
+    kind: str,
+    error: ProviderApiError,
+    *,
+    request: dict[str, Any] | None = None,
+) -> None:
+    """Record an attempt's failure, or its unknown outcome with the request to send again."""
     with transaction.atomic():
         locked = Payment.objects.select_for_update().get(pk=payment.pk)
         old = locked.status
         locked.status = status
         locked.last_error = str(error)[:500]
-        locked.save(update_fields=["status", "last_error", "updated_at"])
+        locked.create_request = seal(request) if request is not None else ""
+        locked.save(update_fields=["status", "last_error", "create_request", "updated_at"])
+        if request is not None:
+            pk = locked.pk
+            transaction.on_commit(
+                lambda: current_app.send_task(
+                    CONFIRM_TASK, args=(pk,), countdown=FIRST_CONFIRMATION_AFTER
+                )
+            )
         _record(
             locked, kind, old=old, new=status, message=error.message, error_code=error.error_code
         )
@@ -419,6 +441,31 @@ def _release(payment: Payment) -> None:
     payment.intent_started_at = None
 
 
+# What staff read when an action's answer is lost (it may have been done: the payment is read
+# again), or when the provider could not be reached at all (then it was not).
+NOT_CONFIRMED = {
+    "capture": gettext_lazy(
+        "The payment service did not confirm the capture. The payment was refreshed; check its "
+        "status before trying again."
+    ),
+    "cancellation": gettext_lazy(
+        "The payment service did not confirm the cancellation. The payment was refreshed; "
+        "check its status before trying again."
+    ),
+    "refund": gettext_lazy(
+        "The payment service did not confirm the refund. The payment was refreshed; check its "
+        "status before trying again."
+    ),
+}
+NOT_SENT = {
+    "capture": gettext_lazy("The payment service is not reachable; the capture was not made."),
+    "cancellation": gettext_lazy(
+        "The payment service is not reachable; the cancellation was not made."
+    ),
+    "refund": gettext_lazy("The payment service is not reachable; the refund was not made."),
+}
+
+
 def _action_failed(
     payment: Payment, error: ProviderApiError, *, actor: Actor, action: str
 ) -> PaymentError:
@@ -448,10 +495,7 @@ def _action_failed(
             payment_refresh(payment=payment, actor=actor)
         except PaymentError:
             pass
-        return ProviderDown(
-            f"The payment service did not confirm the {action}. The payment was "
-            "refreshed; check its status before trying again."
-        )
+        return ProviderDown(str(NOT_CONFIRMED[action]))
     if isinstance(error, Conflict):
         # The payment moved at the provider (e.g. captured elsewhere): bring it up to date.
         try:
@@ -460,7 +504,7 @@ def _action_failed(
             pass
         return PaymentRefused(f"{refusal_message(error)} The payment was refreshed.")
     if isinstance(error, ProviderUnavailable):
-        return ProviderDown(f"The payment service is not reachable; the {action} was not made.")
+        return ProviderDown(str(NOT_SENT[action]))
     return PaymentRefused(refusal_message(error))
 
 

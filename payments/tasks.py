@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from payments.confirmation import payment_confirm_create
+from payments.errors import PaymentOutcomeUnknown
+from payments.models import Payment
 from payments.reconciliation import authorizations_watch, payments_reconcile
 
 
@@ -18,3 +21,21 @@ def authorizations_watch_task() -> int:
     """Warn staff about authorizations about to expire; refresh the expired ones."""
     report = authorizations_watch()
     return report.warned + report.refreshed
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(PaymentOutcomeUnknown,),
+    retry_backoff=5,
+    retry_backoff_max=600,
+    retry_jitter=True,
+    max_retries=20,
+)
+def payment_confirm_create_task(payment_id: int) -> str:
+    """Send an unknown attempt's create again with its key until the provider says what
+    happened (then the reconciliation schedule takes over)."""
+    payment = Payment.objects.filter(pk=payment_id).first()
+    if payment is None:
+        return "gone"
+    return payment_confirm_create(payment=payment).status

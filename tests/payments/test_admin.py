@@ -29,7 +29,6 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape, strip_tags
 
-from payments.messages import REFUSALS
 from payments.models import (
     CaptureMethod,
     Payment,
@@ -756,7 +755,9 @@ def test_a_provider_error_shows_a_message_and_changes_nothing(
     method: str,
     data: dict[str, str],
 ) -> None:
-    """A 500 from the provider: an error message, the payment unchanged, no admin log entry."""
+    """A 500 from the provider to every attempt: the action is sent 1 + 3 times with its key,
+    then an error message that it was not confirmed (never that it was refused or not made),
+    the payment unchanged, no admin log entry."""
     payment = approved(provider) if action == "refund" else authorized(provider)
     remote_before = provider.payment(payment.provider_id)
     before = snapshot(payment)
@@ -766,10 +767,12 @@ def test_a_provider_error_shows_a_message_and_changes_nothing(
     response = client.post(action_url(action, payment), data)
 
     assert response.status_code == 302
-    assert hits() == 1
+    assert hits() == 4
     shown = messages_of(response)
     assert [level for level, _ in shown] == ["error"]
-    assert shown[0][1] == str(REFUSALS["AI1899"])  # in the admin's active language
+    noun = {"capture": "el cobro", "cancel": "la cancelación", "refund": "el reembolso"}[action]
+    # In the admin's active language (Spanish)
+    assert shown[0][1].startswith(f"El servicio de pagos no confirmó {noun}. "), shown
     assert snapshot(payment) == before
     remote = provider.payment(payment.provider_id)
     assert (remote["status"], remote["version"]) == (

@@ -31,7 +31,6 @@ from payments.errors import (
     NotFound,
     OutcomeUnknown,
     ProviderApiError,
-    ProviderError,
     ProviderUnavailable,
     Unauthorized,
 )
@@ -409,12 +408,14 @@ def test_capture_above_authorized_raises_invalid_request(provider: Api) -> None:
 
 
 @pytest.mark.sandbox
-def test_provider_error_card_raises_provider_error(provider: Api) -> None:
-    """The 0119 card's 500 AI1899 raises ProviderError, not OutcomeUnknown."""
-    with pytest.raises(ProviderError) as caught:
+def test_provider_error_card_raises_outcome_unknown(provider: Api) -> None:
+    """The 0119 card's 500 AI1899 raises OutcomeUnknown: a server failure is not proof that
+    nothing was created. Nothing was."""
+    with pytest.raises(ProviderApiError) as caught:
         pay(get_client(), PROVIDER_ERROR)
 
-    assert_provider_error(caught.value, ProviderError, 500, "AI1899")
+    assert_provider_error(caught.value, OutcomeUnknown, 500, "AI1899")
+    assert provider.payments() == []
 
 
 @pytest.mark.sandbox
@@ -492,7 +493,7 @@ def test_post_timing_out_every_attempt_raises_outcome_unknown(provider: Api, set
         client.create_payment(body=body, idempotency_key=key())
 
     assert type(caught.value) is OutcomeUnknown, repr(caught.value)
-    assert not isinstance(caught.value, (InvalidRequest, ProviderError))
+    assert not isinstance(caught.value, InvalidRequest)
     # And it did happen: the slow sandbox created exactly one payment (the retries replayed).
     wait_until(lambda: len(provider.payments()) == 1, timeout=10)
     hits = fault(provider, slow)["hits"]
@@ -502,31 +503,38 @@ def test_post_timing_out_every_attempt_raises_outcome_unknown(provider: Api, set
 
 
 @pytest.mark.sandbox
-def test_post_500_is_not_retried(provider: Api) -> None:
-    """A 500 AI1899 answered to a POST is the provider's answer: it is not retried."""
+def test_post_answered_500_after_processing_is_sent_again_and_returns_the_payment(
+    provider: Api,
+) -> None:
+    """A create processed but answered 500 is sent again with its key; the provider replays
+    what it did: the one payment, not a second."""
+    client = get_client()
+    body = payment_body(token_for(client))
+    lost = add_fault(
+        provider, path="/payments", method="POST", status=500, times=1, after_processing=True
+    )
+
+    payment = client.create_payment(body=body, idempotency_key=key())
+
+    assert payment.status == "approved"
+    assert [p["id"] for p in provider.payments()] == [payment.id]
+    assert fault(provider, lost)["hits"] == 1
+
+
+@pytest.mark.sandbox
+def test_post_always_500_raises_outcome_unknown_after_sending_it_again(provider: Api) -> None:
+    """A create that only ever meets 500 AI1899 is sent 1 + 3 times, then raises OutcomeUnknown
+    (what happened is still to be learned), not a refusal."""
     client = get_client()
     body = payment_body(token_for(client))
     failing = add_fault(provider, path="/payments", method="POST", status=500)
 
-    with pytest.raises(ProviderError) as caught:
+    with pytest.raises(ProviderApiError) as caught:
         client.create_payment(body=body, idempotency_key=key())
 
-    assert_provider_error(caught.value, ProviderError, 500, "AI1899")
-    assert fault(provider, failing)["hits"] == 1
+    assert_provider_error(caught.value, OutcomeUnknown, 500, "AI1899")
+    assert fault(provider, failing)["hits"] == 4
     assert provider.payments() == []
-
-
-@pytest.mark.sandbox
-def test_provider_error_card_post_is_not_retried(provider: Api) -> None:
-    """The 0119 card's 500 reaches the sandbox once: no retry of an answered POST."""
-    client = get_client()
-    body = payment_body(token_for(client, PROVIDER_ERROR))
-    counter = add_fault(provider, path="/payments", method="POST", latency_ms=1)  # counts calls
-
-    with pytest.raises(ProviderError):
-        client.create_payment(body=body, idempotency_key=key())
-
-    assert fault(provider, counter)["hits"] == 1
 
 
 @pytest.mark.sandbox
@@ -712,7 +720,6 @@ def test_post_never_sent_raises_provider_unavailable(
         (404, "BR1301", NotFound),
         (409, "CL2206", Conflict),
         (400, "CL2205", InvalidRequest),
-        (500, "AI1899", ProviderError),
     ],
 )
 def test_error_bodies_become_typed_errors(
@@ -800,14 +807,33 @@ def test_html_500_on_get_raises_provider_unavailable(mocked: responses.RequestsM
     assert len(mocked.calls) == 3  # a read is retried on 5xx
 
 
+def test_500_on_capture_raises_outcome_unknown_after_retries_with_its_key(
+    mocked: responses.RequestsMock,
+) -> None:
+    """A capture answered 500 AI1899 is sent again with the same key, then raises
+    OutcomeUnknown keeping the provider's code: the capture may have happened."""
+    mocked.patch(f"{FAKE_URL}/payments/{PAYMENT_ID}", status=500, body=error_body("AI1899"))
+    attempt = key()
+
+    with pytest.raises(ProviderApiError) as caught:
+        fake_client().capture_payment(PAYMENT_ID, amount=Decimal("1.00"), idempotency_key=attempt)
+
+    assert type(caught.value) is OutcomeUnknown
+    assert (caught.value.http_status, caught.value.error_code) == (500, "AI1899")
+    assert len(mocked.calls) == 3
+    assert {c.request.headers["Idempotency-Key"] for c in mocked.calls} == {attempt}
+
+
 def test_html_500_on_post_raises_outcome_unknown(mocked: responses.RequestsMock) -> None:
-    """An HTML 500 (not the provider's answer) to a POST raises OutcomeUnknown, unretried."""
+    """An HTML 500 to a POST is sent again with its key, then raises OutcomeUnknown."""
     mocked.post(f"{FAKE_URL}/payments", status=500, body="<html>oops</html>")
+    attempt = key()
 
     with pytest.raises(OutcomeUnknown):
-        fake_client().create_payment(body={"amount": Decimal("1.00")}, idempotency_key=key())
+        fake_client().create_payment(body={"amount": Decimal("1.00")}, idempotency_key=attempt)
 
-    assert len(mocked.calls) == 1
+    assert len(mocked.calls) == 3
+    assert {c.request.headers["Idempotency-Key"] for c in mocked.calls} == {attempt}
 
 
 def test_non_json_200_on_get_raises_provider_unavailable(mocked: responses.RequestsMock) -> None:

@@ -248,8 +248,9 @@ def test_authorizations_are_read_when_not_read_for_six_hours(
 
 
 def test_settled_payments_are_never_read(provider: Api, provider_gets: list[str]) -> None:
-    """Rejected, cancelled and approved payments, however old, are not read by the schedule."""
-    # Given settled payments from two days ago
+    """Rejected and cancelled payments, however old, and approved ones older than a month, are
+    not read by the schedule."""
+    # Given settled payments from two days ago, and an approval from 31 days ago
     rejected = create_payment(provider, number=DECLINED)
     cancelled = payment_cancel(payment=create_payment(provider, capture_method="manual"))
     approved = create_payment(provider)
@@ -260,6 +261,7 @@ def test_settled_payments_are_never_read(provider: Api, provider_gets: list[str]
     ]
     two_days_ago = timezone.now() - timedelta(days=2)
     Payment.objects.update(created_at=two_days_ago, last_synced_at=two_days_ago)
+    Payment.objects.filter(pk=approved.pk).update(created_at=timezone.now() - timedelta(days=31))
 
     # When reconciliation runs
     report = payments_reconcile()
@@ -393,3 +395,29 @@ def test_an_expired_authorization_is_refreshed_to_cancelled_and_the_order_follow
     order.refresh_from_db()
     assert order.status == OrderStatus.CANCELLED
     assert mail.outbox == []
+
+
+def test_a_refund_whose_notification_was_lost_is_found_by_the_schedule(
+    provider: Api, provider_gets: list[str]
+) -> None:
+    """An approval refunded at the provider without a word reaching the shop (its notification
+    lost) is read again once it has not been read for six hours, and shows the refund."""
+    # Given an approval, refunded in part at the provider behind the shop's back
+    payment = create_payment(provider, amount="300.00")
+    refunded = provider.post("/refunds", {"payment_id": payment.provider_id, "amount": 100})
+    assert refunded.status_code in (200, 201), refunded.text
+    Payment.objects.filter(pk=payment.pk).update(last_synced_at=timezone.now() - timedelta(hours=5))
+
+    # When the schedule runs within six hours of the last read: not read
+    payments_reconcile()
+    assert provider_gets == []
+
+    # When it runs after six hours
+    Payment.objects.filter(pk=payment.pk).update(last_synced_at=timezone.now() - timedelta(hours=7))
+    report = payments_reconcile()
+
+    # Then the payment was read once and shows the refund
+    assert provider_gets == [payment.provider_id]
+    payment.refresh_from_db()
+    assert (report.checked, report.changed) == (1, 1)
+    assert (payment.status, payment.refunded_amount) == ("approved", Decimal("100.00"))

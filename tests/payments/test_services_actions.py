@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.utils import translation
 
 from payments.errors import InvalidAmount, PaymentNotAllowed, PaymentRefused, ProviderDown
 from payments.messages import REFUSALS
@@ -317,30 +318,58 @@ def test_fully_refunded_charge_cannot_be_refunded_again(provider: Api, staff: An
 # --- Provider failures -----------------------------------------------------------------------
 
 
-def test_provider_error_on_capture_is_readable_and_releases_the_intent(
+def test_capture_answered_500_once_is_sent_again_with_its_key_and_made_once(
     provider: Api, staff: Any
 ) -> None:
-    """A provider 500 AI1899 on capture gives a readable refusal, a FAILED entry and no intent."""
-    # Given an authorization and a provider that fails the next PATCH
+    """A capture the provider makes but answers 500 AI1899 is sent again with its key: the
+    provider's stored answer comes back, and the money is captured once."""
+    # Given an authorization and a provider that captures but answers the next PATCH with 500
     payment = authorized(provider)
-    add_fault(provider, path="/payments", method="PATCH", status=500, error_code="AI1899", times=1)
+    add_fault(
+        provider,
+        path="/payments",
+        method="PATCH",
+        status=500,
+        error_code="AI1899",
+        times=1,
+        after_processing=True,
+    )
 
-    # When staff capture it
-    with pytest.raises(PaymentRefused) as caught:
+    # When staff capture 200.00 of it
+    captured = payment_capture(payment=payment, amount=Decimal("200.00"), actor=staff)
+
+    # Then it is captured once, here and at the provider
+    remote = provider.payment(payment.provider_id)
+    assert (captured.status, captured.captured_amount) == ("approved", Decimal("200.00"))
+    assert (remote["status"], Decimal(str(remote["captured_amount"]))) == (
+        "approved",
+        Decimal("200.00"),
+    )
+    assert remote["version"] == 2
+    assert kinds(captured) == [PaymentEventKind.CREATED, PaymentEventKind.CAPTURED]
+
+
+def test_capture_always_answered_500_is_unconfirmed_never_refused(
+    provider: Api, staff: Any
+) -> None:
+    """A capture only ever answered 500 is reported as not confirmed (the payment is read
+    again), in the staff member's language; never as refused or "not made"."""
+    # Given an authorization and a provider failing every PATCH
+    payment = authorized(provider)
+    add_fault(provider, path="/payments", method="PATCH", status=500, error_code="AI1899")
+
+    # When staff capture it, in the Spanish admin
+    with translation.override("es"), pytest.raises(ProviderDown) as caught:
         payment_capture(payment=payment, amount=None, actor=staff)
 
-    # Then the message is the readable one, the payment is still authorized and free
-    assert caught.value.message == str(REFUSALS["AI1899"])
+    # Then the message says it was not confirmed, in Spanish
+    assert caught.value.message.startswith("El servicio de pagos no confirmó el cobro.")
+    # And the payment is still authorized, free, with the unknown outcome in the ledger
     payment.refresh_from_db()
-    assert (payment.status, payment.intent, payment.intent_started_at) == ("authorized", "", None)
-    assert "AI1899" in payment.last_error
-    # And the ledger has the failure with its code and actor
-    event = payment.events.last()
-    assert (event.kind, event.error_code, event.actor) == (PaymentEventKind.FAILED, "AI1899", staff)
+    assert (payment.status, payment.intent) == ("authorized", "")
+    event = payment.events.get(kind=PaymentEventKind.OUTCOME_UNKNOWN)
+    assert (event.error_code, event.actor) == ("AI1899", staff)
     assert event.message.startswith("capture:")
-
-    # When staff try again; then it works
-    assert payment_capture(payment=payment, actor=staff).status == PaymentStatus.APPROVED
 
 
 def test_conflict_at_the_provider_is_readable(provider: Api, staff: Any) -> None:
@@ -364,23 +393,24 @@ def test_conflict_at_the_provider_is_readable(provider: Api, staff: Any) -> None
     assert payment.events.filter(kind=PaymentEventKind.FAILED, error_code="CL2206").count() == 1
 
 
-def test_provider_error_on_refund_is_readable(provider: Api, staff: Any) -> None:
-    """A provider 500 on a refund gives a readable refusal; nothing is refunded locally."""
-    # Given a charge and a provider that fails the next refund
+def test_refund_always_answered_500_is_unconfirmed(provider: Api, staff: Any) -> None:
+    """A refund only ever answered 500 is reported as not confirmed, not as refused; nothing
+    is refunded locally (the provider made none)."""
+    # Given a charge and a provider failing every refund
     payment = approved(provider)
-    add_fault(provider, path="/refunds", method="POST", status=500, error_code="AI1899", times=1)
+    add_fault(provider, path="/refunds", method="POST", status=500, error_code="AI1899")
 
-    # When staff refund it
-    with pytest.raises(PaymentRefused) as caught:
+    # When staff refund it (in English)
+    with translation.override("en"), pytest.raises(ProviderDown) as caught:
         payment_refund(payment=payment, amount=Decimal("50.00"), actor=staff)
 
-    # Then the refusal is readable, nothing was refunded and the payment is free
-    assert caught.value.message == str(REFUSALS["AI1899"])
+    # Then the message says it was not confirmed; nothing was refunded and the payment is free
+    assert caught.value.message.startswith("The payment service did not confirm the refund.")
     payment.refresh_from_db()
     assert (payment.refunded_amount, payment.intent) == (Decimal("0.00"), "")
     assert not Refund.objects.exists()
-    event = payment.events.last()
-    assert (event.kind, event.error_code, event.actor) == (PaymentEventKind.FAILED, "AI1899", staff)
+    event = payment.events.get(kind=PaymentEventKind.OUTCOME_UNKNOWN)
+    assert (event.error_code, event.actor) == ("AI1899", staff)
 
 
 @pytest.mark.parametrize("processed", [True, False])
@@ -395,7 +425,7 @@ def test_lost_capture_answer_raises_provider_down_and_refreshes(
     )
 
     # When staff capture it
-    with pytest.raises(ProviderDown) as caught:
+    with translation.override("en"), pytest.raises(ProviderDown) as caught:
         payment_capture(payment=payment, amount=Decimal("200.00"), actor=staff)
 
     # Then the message says to check the (refreshed) status

@@ -13,6 +13,7 @@ import pytest
 from django.forms.models import model_to_dict
 from django.utils import timezone, translation
 
+from payments.confirmation import payment_confirm_create
 from payments.errors import (
     InvalidAmount,
     PaymentAttemptBlocked,
@@ -22,6 +23,7 @@ from payments.errors import (
 )
 from payments.messages import REFUSALS
 from payments.models import Payment, PaymentEventKind, PaymentStatus
+from payments.sealed import unseal
 from payments.services import payment_capture, payment_create, payment_refresh
 from payments.statuses import UnknownProviderStatus, local_status
 from payments.types import ProviderPayment
@@ -233,16 +235,66 @@ def test_amount_outside_accepted_range_is_refused(provider: Api) -> None:
     assert provider.payments() == []
 
 
-def test_provider_internal_error_is_refused(provider: Api) -> None:
-    """A provider 500 AI1899 on create fails the attempt with a readable message."""
-    # Given the test card that makes the provider fail; when the order is paid
+def test_provider_internal_error_is_unknown_until_the_provider_refuses_the_request_again(
+    provider: Api,
+) -> None:
+    """A 500 AI1899 on create is not proof that nothing was charged: the attempt is `unknown`
+    (never "nothing was charged"), its request kept sealed, and it is sent again with its key
+    until the provider answers it with a refusal; only then is it failed and forgotten."""
+    # Given the test card that makes the provider fail; when the order is paid (in English)
     reference = order_reference()
-    with pytest.raises(PaymentRefused) as caught:
+    with translation.override("en"), pytest.raises(PaymentOutcomeUnknown) as caught:
         attempt(provider, number=PROVIDER_ERROR, reference=reference)
 
-    # Then the attempt failed with AI1899 in the ledger
-    assert_refused(Payment.objects.filter(external_reference=reference), caught.value, "AI1899")
+    # Then the shopper is told the result is not confirmed yet, and nothing says "no charge"
+    assert "could not confirm" in caught.value.message
+    assert "nothing was charged" not in caught.value.message
+    payment = Payment.objects.get(external_reference=reference)
+    assert payment.status == PaymentStatus.UNKNOWN
+    # And the request is kept only encrypted: no card token in the clear
+    token = unseal(payment.create_request)["payment_method"]["token"]
+    assert token and token not in payment.create_request
+
+    # When it is sent again while the provider still fails: still unknown
+    with pytest.raises(PaymentOutcomeUnknown):
+        payment_confirm_create(payment=payment)
+    payment.refresh_from_db()
+    assert (payment.status, bool(payment.create_request)) == (PaymentStatus.UNKNOWN, True)
+
+    # When the card token has expired at the provider (16 minutes later) and it is sent again
+    assert provider.post("/_sandbox/clock", {"advance_seconds": 16 * 60}).status_code == 200
+    payment_confirm_create(payment=payment)
+
+    # Then the provider's refusal of that very request settles it: failed, request erased
+    payment.refresh_from_db()
+    assert (payment.status, payment.create_request) == (PaymentStatus.FAILED, "")
+    assert "CL2201" in payment.last_error
     assert provider.payments() == []
+
+
+def test_lost_create_answer_is_confirmed_by_sending_it_again_with_its_key(provider: Api) -> None:
+    """A create the provider made but whose every answer was lost as a 500 is `unknown`; sent
+    again with its key, the provider's stored answer settles it: one payment, approved here."""
+    # Given the provider creates the payment but answers 500 four times (every client retry)
+    add_fault(provider, path="/payments", method="POST", status=500, after_processing=True, times=4)
+    reference = order_reference()
+    with pytest.raises(PaymentOutcomeUnknown):
+        attempt(provider, reference=reference)
+    payment = Payment.objects.get(external_reference=reference)
+    assert (payment.status, payment.provider_id) == (PaymentStatus.UNKNOWN, None)
+    assert len(provider.payments()) == 1
+
+    # When it is confirmed (the task queued for it, or the reconciliation schedule)
+    confirmed = payment_confirm_create(payment=payment)
+
+    # Then it is the provider's one payment, approved here, and the request is erased
+    remote = provider.payments()
+    assert [p["id"] for p in remote] == [confirmed.provider_id]
+    assert (confirmed.status, confirmed.create_request) == (PaymentStatus.APPROVED, "")
+    assert confirmed.captured_amount == Decimal("250.00")
+    # And sending it again later changes nothing
+    assert payment_confirm_create(payment=confirmed).status == PaymentStatus.APPROVED
+    assert len(provider.payments()) == 1
 
 
 def test_failed_attempt_allows_a_new_attempt(provider: Api) -> None:
