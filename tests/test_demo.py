@@ -38,6 +38,24 @@ def _stop_group(process: subprocess.Popen[bytes], sig: int = signal.SIGINT) -> N
         raise AssertionError(f"{process.args} did not stop on signal {sig}") from None
 
 
+def _demo_pids(var_dir: Path, command_part: str) -> list[int]:
+    """The processes of the demo started with `var_dir` whose command line has `command_part`
+    (found by their environment, as they run in sessions of their own)."""
+    wanted = f"SHOP_VAR_DIR={var_dir / 'shop'}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if wanted in environ and command_part.encode() in command and b"keep-running" not in command:
+            found.append(int(entry.name))
+    return found
+
+
 def _wait_for(url: str, deadline: float, **kwargs: object) -> requests.Response:
     while time.monotonic() < deadline:
         try:
@@ -52,8 +70,9 @@ def _wait_for(url: str, deadline: float, **kwargs: object) -> requests.Response:
 
 def test_make_demo_runs_everything_on_embedded_defaults(tmp_path: Path) -> None:
     """With no database or broker configured, `make demo` serves the shop and the sandbox
-    on the chosen ports, the README's curl lists the payment methods, the worker starts,
-    and an interrupt stops every process."""
+    on the chosen ports, the README's curl lists the payment methods, the worker starts; a
+    process that dies is started again while the others keep running; and an interrupt stops
+    every process."""
     shop_port, sandbox_port = free_port(), free_port()
     env = {
         k: v
@@ -87,8 +106,25 @@ def test_make_demo_runs_everything_on_embedded_defaults(tmp_path: Path) -> None:
         output = log_path.read_text(errors="replace")
         assert "ready." in output, output  # the Celery worker is consuming
         assert "beat: Starting" in output, output
+
+        # When the worker and the shop's server die (killed outright): both are started
+        # again, and the rest of the demo keeps running meanwhile
+        for name, marker in (("worker", b"ready."), ("runserver", b"Starting development")):
+            before = log_path.read_bytes().count(marker)
+            for pid in _demo_pids(tmp_path, name):
+                os.kill(pid, signal.SIGKILL)
+            restart_deadline = time.monotonic() + 60
+            while time.monotonic() < restart_deadline:
+                if log_path.read_bytes().count(marker) > before:
+                    break
+                time.sleep(0.3)
+            assert log_path.read_bytes().count(marker) > before, log_path.read_text()
+        _wait_for(f"http://127.0.0.1:{shop_port}/", time.monotonic() + 30)
+        _wait_for(f"http://127.0.0.1:{sandbox_port}/healthz", time.monotonic() + 5)
+        assert demo.poll() is None
     finally:
         _stop_group(demo)
+    assert not _demo_pids(tmp_path, "")  # nothing is left running
     assert not (ROOT / "control").exists()  # the embedded broker keeps to its own folder
     for port in (shop_port, sandbox_port):
         with pytest.raises(requests.ConnectionError):

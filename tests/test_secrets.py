@@ -503,7 +503,8 @@ def test_shopper_payments_of_every_outcome_leave_no_secret(
     carla = harness.browser()
     refused = harness.place_order(carla, product)
     assert harness.pay(carla, refused, DECLINED)["result"] == "rejected"
-    assert harness.pay(carla, refused, PROVIDER_ERROR)["result"] == "failed"
+    # A server failure is not proof that nothing was charged: not confirmed yet.
+    assert harness.pay(carla, refused, PROVIDER_ERROR)["result"] == "unknown"
 
     # The create times out (answer never came), and on another order it meets a 503.
     harness.settings.PAYMENTS_READ_TIMEOUT = 0.3

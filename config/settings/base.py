@@ -89,7 +89,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Redis as broker and cache when REDIS_URL is set; otherwise an embedded broker
-# (kombu's filesystem transport) and a file cache, so the demo needs no server.
+# (kombu's filesystem transport, written atomically) and a file cache, so the demo needs no server.
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
@@ -112,6 +112,8 @@ if REDIS_URL:
 else:
     _broker_dir = VAR_DIR / "broker"
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's filesystem transport, with messages written atomically (config/demo_broker.py).
+    CELERY_BROKER_TRANSPORT = "config.demo_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
