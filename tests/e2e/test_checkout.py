@@ -200,6 +200,47 @@ def test_a_forged_challenge_message_moves_nothing(
     page.context.close()
 
 
+def test_a_challenge_frame_taken_to_another_origin_is_not_believed(
+    e2e_browser: Any, shop: Shop, foreign_site: StaticSite
+) -> None:
+    """The challenge's own iframe, navigated to another origin, posts the right payment id to
+    the shop's page: the message comes from the right window but the wrong origin, and the
+    page ignores it. (The CSP would refuse that navigation; it is bypassed here to prove the
+    page's origin check on its own.)"""
+    page = open_page(e2e_browser, bypass_csp=True)
+    shopper = Shopper(page, shop)
+    shopper.reach_payment_page()
+    shopper.type_card(THREE_DS)
+    shopper.pay()
+    shopper.wait_for_challenge()
+    payment_id = shopper.pending_payment_id()
+    page.evaluate(
+        """() => {
+          window.__posted = [];
+          window.addEventListener("message", (event) => {
+            const frame = document.querySelector("#threeds-frame iframe");
+            if (event.data && event.data.paymentId && event.source === frame.contentWindow) {
+              window.__posted.push([event.origin, event.data.paymentId]);
+            }
+          });
+        }"""
+    )
+
+    # When the challenge frame is taken to another origin, which posts the payment's id
+    frame = page.locator("#threeds-frame iframe").element_handle().content_frame()
+    frame.goto(foreign_site.url(f"/forge?id={payment_id}"))
+    page.wait_for_function("window.__posted.length >= 1")
+    assert page.evaluate("window.__posted") == [[foreign_site.origin, payment_id]]
+    page.wait_for_timeout(1000)
+
+    # Then the page did not take it for the bank's answer: nothing is being checked
+    checking = page.locator("#payment").get_attribute("data-text-checking")
+    expect(page.locator("#pay-status")).not_to_have_text(checking or "")
+    expect(page.locator("#threeds-dialog[open]")).to_be_visible()
+    assert shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION
+    page.context.close()
+
+
 def luhn_valid(digits: str) -> bool:
     total = 0
     for index, char in enumerate(reversed(digits)):
