@@ -51,7 +51,8 @@ def _demo_pids(var_dir: Path, command_part: str) -> list[int]:
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if wanted in environ and command_part.encode() in command and b"keep-running" not in command:
+        wrapper = b"keep-running" in command
+        if wanted in environ and command_part.encode() in command and not wrapper:
             found.append(int(entry.name))
     return found
 
