@@ -217,6 +217,7 @@ def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> Reco
             payment_confirm_create(payment=payment)
         except PaymentOutcomeUnknown:
             report.failed += 1
+            break  # the provider still gives no answer: the others wait for the next run
         else:
             report.changed += 1
     for payment in payments_to_reconcile(now=now, limit=limit):

@@ -31,7 +31,9 @@ logger = logging.getLogger(__name__)
 
 DEFERRED = "Deferred: too many notifications for unknown payments; it is looked up later."
 GAVE_UP = "Gave up after retries: "  # the provider could not be reached: the schedule tries again
-FAILED_RETRY_MAX = timedelta(hours=1)  # the longest wait between two schedule retries
+# The longest wait between two schedule retries: after an outage ends, a notification given up
+# on is tried again within this (and a relay's interval), the bound the README states.
+FAILED_RETRY_MAX = timedelta(minutes=10)
 
 
 class ProcessOutcome(StrEnum):
@@ -183,7 +185,7 @@ def _requeue_on_commit(payment_ids: Iterable[str]) -> None:
 
 def _failed_wait(attempts: int) -> timedelta:
     """How long events given up on wait before the schedule tries them again: the longest
-    retry wait, doubled for every earlier round of retries, at most an hour."""
+    retry wait, doubled for every earlier round of retries, at most ten minutes."""
     rounds = max(attempts // (settings.WEBHOOKS_MAX_RETRIES + 1), 1)
     base = timedelta(seconds=settings.WEBHOOKS_RETRY_BACKOFF_MAX)
     return min(base * 2 ** min(rounds - 1, 10), FAILED_RETRY_MAX)

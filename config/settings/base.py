@@ -142,16 +142,20 @@ CELERY_DB_REUSE_MAX = 1000
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING (and its redaction)
 CELERY_TIMEZONE = "UTC"
+# How often beat runs the webhook relay and the payments' reconciliation (seconds); a run not
+# started before the next one is due is dropped (`expires`), so a backlog never piles up.
+WEBHOOKS_RELAY_EVERY = env_int("WEBHOOKS_RELAY_EVERY", 60)
+PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 300)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "webhooks-relay": {
         "task": "webhooks.tasks.webhook_relay_task",
-        "schedule": 60.0,
-        "options": {"expires": 55},
+        "schedule": float(WEBHOOKS_RELAY_EVERY),
+        "options": {"expires": WEBHOOKS_RELAY_EVERY * 0.9},
     },
     "payments-reconcile": {
         "task": "payments.tasks.payments_reconcile_task",
-        "schedule": 300.0,
-        "options": {"expires": 280},
+        "schedule": float(PAYMENTS_RECONCILE_EVERY),
+        "options": {"expires": PAYMENTS_RECONCILE_EVERY * 0.9},
     },
     "authorizations-watch": {
         "task": "payments.tasks.authorizations_watch_task",

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from checkout.models import Order, OrderStatus, Product
 from payments.client import PaymentsClient
-from payments.errors import PaymentRefused
+from payments.errors import PaymentOutcomeUnknown, PaymentRefused
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
 from payments.reconciliation import (
     SyncOutcome,
@@ -421,3 +421,35 @@ def test_a_refund_whose_notification_was_lost_is_found_by_the_schedule(
     payment.refresh_from_db()
     assert (report.checked, report.changed) == (1, 1)
     assert (payment.status, payment.refunded_amount) == ("approved", Decimal("100.00"))
+
+
+def test_creates_whose_answer_was_lost_are_sent_again_by_the_schedule(provider: Api) -> None:
+    """Two creates made at the provider whose answers were all lost (500) stay unknown while
+    the provider fails; the schedule stops at the first that still gets no answer, then, once
+    the provider answers, settles both by sending each again with its key: one payment each."""
+    # Given two creates made at the provider, every answer lost
+    failing = provider.post(
+        "/_sandbox/faults",
+        {"path": "/payments", "method": "POST", "status": 500, "after_processing": True},
+    )
+    assert failing.status_code == 201, failing.text
+    for _ in range(2):
+        with pytest.raises(PaymentOutcomeUnknown):
+            create_payment(provider)
+    assert Payment.objects.filter(status=PaymentStatus.UNKNOWN).count() == 2
+
+    # When the schedule runs while the provider still fails: the first is tried, not the second
+    report = payments_reconcile()
+    assert (report.checked, report.failed) == (1, 1)
+    assert Payment.objects.filter(status=PaymentStatus.UNKNOWN).count() == 2
+
+    # When it runs once the provider answers again
+    assert provider.request("DELETE", "/_sandbox/faults").status_code in (200, 204)
+    report = payments_reconcile()
+
+    # Then both are the provider's payments, approved, and nothing was made twice
+    assert (report.checked, report.changed) == (2, 2)
+    held = {p.provider_id: p.status for p in Payment.objects.all()}
+    assert held == {p["id"]: "approved" for p in provider.payments()}
+    assert len(held) == 2
+    assert not Payment.objects.exclude(create_request="").exists()

@@ -756,8 +756,8 @@ def test_events_given_up_on_are_tried_again_by_the_schedule_with_backoff(
 ) -> None:
     """Events a task gave up on while the provider could not be reached are queued again by the
     relay, with no staff step: after WEBHOOKS_RETRY_BACKOFF_MAX the first time, twice that after
-    a second round of retries, at most an hour. Events that failed for another reason (a refusal)
-    are left for staff."""
+    a second round of retries, at most ten minutes. Events that failed for another reason (a
+    refusal) are left for staff."""
     settings.WEBHOOKS_MAX_RETRIES = 8  # a round of retries is 9 attempts
     settings.WEBHOOKS_RETRY_BACKOFF_MAX = 300
     now = timezone.now()
@@ -779,7 +779,8 @@ def test_events_given_up_on_are_tried_again_by_the_schedule_with_backoff(
     first_round_waiting = failed(4, 9, gave_up)
     second_round_waiting = failed(9, 18, gave_up)  # waits 10 minutes
     second_round_due = failed(10.5, 18, gave_up)
-    many_rounds_due = failed(61, 90, gave_up)  # at most an hour
+    many_rounds_due = failed(10.5, 90, gave_up)  # at most ten minutes
+    many_rounds_waiting = failed(9.5, 90, gave_up)
     refused = failed(120, 1, "The provider no longer finds payment x.")
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -789,7 +790,7 @@ def test_events_given_up_on_are_tried_again_by_the_schedule_with_backoff(
     assert relayed == 3
     assert {e.pk: e.state for e in events(due)} == dict.fromkeys(due, WebhookState.RECEIVED)
     assert all(e.processed_at is None and e.last_error == gave_up for e in events(due))
-    waiting = [first_round_waiting, second_round_waiting, refused]
+    waiting = [first_round_waiting, second_round_waiting, many_rounds_waiting, refused]
     assert {e.state for e in events(waiting)} == {WebhookState.FAILED}
     queued = {args[0] for _, args in take_queued(celery_app)}
     assert queued == {e.provider_payment_id for e in events(due)}
