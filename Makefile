@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 export SHOP_PORT ?= 8000
 export SANDBOX_PORT ?= 8001
 
-.PHONY: demo sandbox test lint install migrate seed clean bench
+.PHONY: demo sandbox test lint install migrate seed clean bench soak
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -59,3 +59,8 @@ bench: install
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
+
+## The demo driven for 15 minutes by shoppers, staff and notifications (SOAK_ARGS=--minutes 5):
+## every process must stay alive and every order end right (tools/soak.py).
+soak: install
+	$(BIN)/python -m tools.soak $(SOAK_ARGS)

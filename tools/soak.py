@@ -1,0 +1,264 @@
+"""`make soak`: the demo as a new user runs it (`make demo`: the sandbox, the shop, a Celery worker
+and beat, on SQLite and the embedded broker), driven for 15 minutes by shoppers, staff and extra
+provider notifications. Then it reports whether every process stayed alive and every order ended
+right (tools/verdict.py), and exits 1 if not.
+
+    .venv/bin/python -m tools.soak [--minutes 15] [--shop-port 8100] [--sandbox-port 8101]
+
+It runs the demo in a folder of its own (`var/soak/`, emptied first) on its own ports, so a demo
+already running is left alone; the demo's output is in `var/soak/demo.log`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN = ("admin", "tienda-demo-2026")
+PUBLIC_KEY = "pk_sandbox_demo"
+SECRET = (PUBLIC_KEY, "sk_sandbox_demo")  # the control endpoints' Basic credentials
+WEBHOOK_TOKEN = "demo-webhook-token-9c1e4d7f2a"
+CUSTOMER = {
+    "first_name": "Lucía", "last_name": "Soak", "email": "lucia@example.com",
+    "phone": "55 1234 5678", "street": "Avenida Juárez", "number": "12", "colony": "Centro",
+    "city": "Puebla", "state": "Puebla", "postal_code": "72000", "country": "MX",
+}  # fmt: skip
+# Test cards and how often shoppers use them: approved, 3-D Secure, declined.
+CARDS = [("4242424242424242", 6), ("4000000000003220", 2), ("4000000000000002", 2)]
+PACE = 1.0  # seconds between two shoppers
+PROCESSES = {"sandbox": b"runsandbox", "shop": b"runserver", "worker": b"worker", "beat": b"beat"}
+
+
+@dataclass
+class Tally:
+    orders: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    refunds: int = 0
+    notifications: int = 0
+    errors: list[str] = field(default_factory=list)
+    down: dict[str, int] = field(default_factory=dict)  # process -> checks it was found dead
+
+    def count(self, outcome: str) -> None:
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+
+
+class Demo:
+    def __init__(self, folder: Path, shop_port: int, sandbox_port: int) -> None:
+        self.folder, self.log = folder, folder / "demo.log"
+        self.shop = f"http://127.0.0.1:{shop_port}"
+        self.sandbox = f"http://127.0.0.1:{sandbox_port}"
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "REDIS_"))},
+            "SHOP_PORT": str(shop_port),
+            "SANDBOX_PORT": str(sandbox_port),
+            "SHOP_VAR_DIR": str(folder / "shop"),
+            "SANDBOX_VAR_DIR": str(folder / "sandbox"),
+            # Many shoppers, all from this machine's one address.
+            "SHOP_PAY_ATTEMPTS_PER_ADDRESS": "100000/10m",
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(  # noqa: S603 (make, from PATH)
+                [shutil.which("make") or "make", "demo"], cwd=ROOT, env=self.env,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if all(self.alive().values()) and b" ready." in self.log.read_bytes():
+                return
+            time.sleep(1)
+        raise SystemExit(f"the demo did not start; see {self.log}")
+
+    def alive(self) -> dict[str, bool]:
+        """Each process of the demo, found by its environment (they run in sessions of their
+        own), not counting the wrapper that starts it again."""
+        wanted = f"SHOP_VAR_DIR={self.env['SHOP_VAR_DIR']}".encode()
+        commands = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
+                    commands.append((entry / "cmdline").read_bytes().replace(b"\0", b" "))
+            except OSError:
+                continue
+        commands = [c for c in commands if b"keep-running" not in c]
+        return {name: any(part in c for c in commands) for name, part in PROCESSES.items()}
+
+    def restarts(self) -> int:
+        return self.log.read_bytes().count(b"keep-running: ")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+
+class Shopper:
+    def __init__(self, demo: Demo) -> None:
+        self.demo, self.http = demo, requests.Session()
+
+    def _csrf(self) -> str:
+        return self.http.cookies.get("csrftoken", "")
+
+    def buy(self, slug: str, card: str) -> str:
+        """Place an order for one item and pay it; the outcome the payment page shows."""
+        shop = self.demo.shop
+        self.http.get(f"{shop}/productos/{slug}/", timeout=30).raise_for_status()
+        added = {"quantity": 1, "csrfmiddlewaretoken": self._csrf()}
+        self.http.post(f"{shop}/carrito/agregar/{slug}/", added, timeout=30).raise_for_status()
+        self.http.get(f"{shop}/checkout/", timeout=30).raise_for_status()
+        placed = self.http.post(
+            f"{shop}/checkout/", {**CUSTOMER, "csrfmiddlewaretoken": self._csrf()},
+            allow_redirects=False, timeout=30,
+        )  # fmt: skip
+        found = re.search(r"/pedidos/([^/]+)/", placed.headers.get("Location", ""))
+        if placed.status_code != 302 or found is None:
+            return f"order not placed ({placed.status_code})"
+        token = requests.post(
+            f"{self.demo.sandbox}/card_tokens", auth=None, timeout=30,
+            headers={"Authorization": f"Bearer {PUBLIC_KEY}"},
+            json={"card": {"number": card, "exp_month": "12", "exp_year": "2031", "cvv": "123",
+                           "holder_name": "LUCIA SOAK"}},
+        ).json()["id"]  # fmt: skip
+        answer = self.http.post(
+            f"{shop}/pedidos/{found.group(1)}/pagos/",
+            data=json.dumps({"card_token": token, "attempt_id": uuid.uuid4().hex,
+                             "session_id": "soak", "user_agent": "soak"}),
+            headers={"Content-Type": "application/json", "X-CSRFToken": self._csrf()},
+            timeout=90,
+        ).json()  # fmt: skip
+        if answer.get("result") == "pending" and answer.get("three_ds_url"):
+            code = random.choice(["123456", "000000"])  # passed, or failed
+            requests.post(answer["three_ds_url"], data={"action": "submit", "code": code},
+                          timeout=30)  # fmt: skip
+        result = str(answer.get("result"))
+        return result if result != "error" else f"error: {answer.get('message')}"
+
+
+class Staff:
+    def __init__(self, demo: Demo) -> None:
+        self.demo, self.http = demo, requests.Session()
+        login = f"{demo.shop}/admin/login/"
+        self.http.get(login, timeout=30)
+        self.http.post(login, {"username": ADMIN[0], "password": ADMIN[1], "next": "/admin/",
+                               "csrfmiddlewaretoken": self.http.cookies.get("csrftoken", "")},
+                       timeout=30).raise_for_status()  # fmt: skip
+
+    def refund(self, payment_pk: int, amount: str) -> bool:
+        url = f"{self.demo.shop}/admin/payments/payment/{payment_pk}/refund/"
+        if self.http.get(url, timeout=30).status_code != 200:
+            return False
+        done = self.http.post(url, {"amount": amount, "reason": "soak",
+                                    "csrfmiddlewaretoken": self.http.cookies.get("csrftoken", "")},
+                              timeout=60)  # fmt: skip
+        return done.status_code == 200 and done.url.rstrip("/").endswith("/change")
+
+
+def drive(demo: Demo, minutes: float, tally: Tally) -> None:
+    from checkout.models import Product
+    from payments.models import Payment, PaymentStatus
+
+    products = re.findall(r'href="/productos/([^/"]+)/"', requests.get(demo.shop, timeout=30).text)
+    # The shelves are stocked for the whole run (unpaid orders hold their items).
+    Product.objects.update(stock=100_000)
+    staff, deadline, checked = Staff(demo), time.monotonic() + minutes * 60, 0.0
+    numbers = [card for card, weight in CARDS for _ in range(weight)]
+    while time.monotonic() < deadline:
+        try:
+            tally.count(Shopper(demo).buy(random.choice(products), random.choice(numbers)))
+            tally.orders += 1
+            approved = list(
+                Payment.objects.filter(
+                    status=PaymentStatus.APPROVED, refunded_amount=0
+                ).values_list("pk", "provider_id", "amount")
+            )
+            if approved and random.random() < 0.3:
+                pk, _, amount = random.choice(approved)
+                tally.refunds += staff.refund(pk, random.choice(["50.00", str(amount)]))
+            for _, provider_id, _ in random.sample(approved, min(3, len(approved))):
+                requests.post(f"{demo.shop}/webhooks/payments/{WEBHOOK_TOKEN}/", timeout=30,
+                              json={"id": provider_id, "origin": "payments-api",
+                                    "event_type": "UPDATE"})  # fmt: skip
+                tally.notifications += 1
+        except (requests.RequestException, ValueError) as exc:
+            tally.errors.append(f"{time.strftime('%H:%M:%S')} {type(exc).__name__}: {exc}")
+        time.sleep(PACE)
+        if time.monotonic() - checked > 30:
+            checked = time.monotonic()
+            for name, up in demo.alive().items():
+                tally.down[name] = tally.down.get(name, 0) + (not up)
+            print(f"{time.strftime('%H:%M:%S')} orders {tally.orders} {tally.outcomes}", flush=True)
+
+
+def settle(demo: Demo) -> Any:
+    from tools.verdict import verdict
+
+    deadline, found = time.monotonic() + 240, None
+    while time.monotonic() < deadline:
+        remote = requests.get(f"{demo.sandbox}/_sandbox/payments", auth=SECRET, timeout=30)
+        found = verdict(remote.json(parse_float=str))
+        if found.clean:
+            break
+        time.sleep(5)
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=15)
+    parser.add_argument("--shop-port", type=int, default=8100)
+    parser.add_argument("--sandbox-port", type=int, default=8101)
+    args = parser.parse_args()
+    folder = ROOT / "var" / "soak"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    demo = Demo(folder, args.shop_port, args.sandbox_port)
+    demo.start()
+    # This process reads the demo's own database (SQLite in its folder) to check it.
+    os.environ.update({"SHOP_VAR_DIR": demo.env["SHOP_VAR_DIR"], "DJANGO_SETTINGS_MODULE":
+                       "config.settings.local"})  # fmt: skip
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        os.environ.pop(name, None)
+    import django
+
+    django.setup()
+    tally = Tally()
+    try:
+        drive(demo, args.minutes, tally)
+        found = settle(demo)
+        alive = demo.alive()
+    finally:
+        demo.stop()
+    dead = {name: count for name, count in tally.down.items() if count} | {
+        name: 1 for name, up in alive.items() if not up
+    }
+    restarts = demo.restarts()
+    print(f"\nsoak of {args.minutes:g} minutes: {tally.orders} orders {tally.outcomes}, "
+          f"{tally.refunds} staff refunds, {tally.notifications} extra notifications")  # fmt: skip
+    print(f"processes dead at a check: {dead or 0}; started again: {restarts}")
+    print(f"wrong: {found}")
+    print(f"request errors: {len(tally.errors)}", *tally.errors[:10], sep="\n  ")
+    return 0 if found is not None and found.clean and not dead and not restarts else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
