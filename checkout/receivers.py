@@ -7,17 +7,11 @@ from typing import Any
 
 from django.dispatch import receiver
 
-from checkout.models import Order
 from checkout.services import order_sync_status
 from payments.models import Payment
-from payments.signals import payment_reference_lookup, payment_status_changed
+from payments.signals import payment_status_changed
 
 
 @receiver(payment_status_changed, sender=Payment, dispatch_uid="checkout-order-follows-payment")
 def order_follows_payment(sender: type[Payment], payment: Payment, **kwargs: Any) -> None:
     order_sync_status(reference=payment.external_reference)
-
-
-@receiver(payment_reference_lookup, sender=Payment, dispatch_uid="checkout-order-reference")
-def order_reference_exists(sender: type[Payment], reference: str, **kwargs: Any) -> bool:
-    return bool(reference) and Order.objects.filter(reference=reference).exists()

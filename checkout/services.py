@@ -4,17 +4,14 @@ status is given its payments (the only way an order moves)."""
 from __future__ import annotations
 
 import logging
-from contextlib import suppress
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import F
-from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -23,21 +20,16 @@ from django.views.decorators.debug import sensitive_variables
 from checkout.cart import Cart
 from checkout.models import Order, OrderItem, OrderStatus, Product
 from payments import services as payments
-from payments.client import get_client
 from payments.errors import (
     PaymentAttemptBlocked,
     PaymentError,
     PaymentInProgress,
     PaymentOutcomeUnknown,
-    ProviderApiError,
 )
 from payments.messages import decline_message
 from payments.models import Payment, PaymentStatus
-from payments.types import PaymentMethodEntry
 
 logger = logging.getLogger(__name__)
-CATALOGUE_CACHE_KEY = "checkout:payment-methods:MX"
-CATALOGUE_TTL = 300
 
 
 class CheckoutError(Exception):
@@ -114,7 +106,7 @@ def derive_order_status(payments_of_order: list[Payment]) -> str:
         return OrderStatus.REFUNDED
     if PaymentStatus.AUTHORIZED in by_status:
         return OrderStatus.AUTHORIZED
-    if any(p.status_code in ("CA-MER01", "CA-EXP01") for p in cancelled):
+    if any(p.cancelled_before_capture for p in cancelled):
         return OrderStatus.CANCELLED
     if not payments_of_order:
         return OrderStatus.AWAITING_PAYMENT
@@ -159,10 +151,9 @@ def _charges(attempts: list[Payment]) -> list[Payment]:
     held = [p for p in attempts if p.status in (PaymentStatus.APPROVED, PaymentStatus.AUTHORIZED)]
 
     def first_to_pay(payment: Payment) -> tuple[bool, str]:
-        # The provider's approval time (ISO 8601 in UTC sorts as text), else when it was held.
-        when = str((payment.snapshot or {}).get("approved_at") or "")
-        held_since = payment.authorized_at or payment.created_at
-        return payment.status != PaymentStatus.APPROVED, when or held_since.isoformat()
+        # The provider's approval time, else when it was held.
+        when = payment.approved_at or payment.authorized_at or payment.created_at
+        return payment.status != PaymentStatus.APPROVED, when.isoformat()
 
     return sorted(held, key=first_to_pay)
 
@@ -233,67 +224,6 @@ def order_send_confirmation(*, order_id: int) -> bool:
 
 
 @dataclass(frozen=True)
-class MethodOption:
-    id: str
-    name: str
-    logo: str
-    minimum: Decimal | None
-    maximum: Decimal | None
-    available: bool
-    reason: str
-
-
-def _cached_catalogue() -> list[PaymentMethodEntry] | None:
-    try:
-        return cache.get(CATALOGUE_CACHE_KEY)
-    except Exception as exc:  # the cache (Redis) is unreachable
-        logger.warning("payment methods cache unavailable: %s", exc)
-        return None
-
-
-def payment_methods_for(*, total: Decimal) -> list[MethodOption]:
-    """The provider's catalogue (cached) as the payment page shows it for this total. Without
-    the cache (Redis down), it is read from the provider each time."""
-    entries = _cached_catalogue()
-    if entries is None:
-        try:
-            entries = get_client().list_payment_methods("MX")
-        except ProviderApiError:
-            logger.warning("payment methods catalogue unavailable", exc_info=True)
-            return []
-        with suppress(Exception):  # no cache: the next page reads the provider again
-            cache.set(CATALOGUE_CACHE_KEY, entries, CATALOGUE_TTL)
-    options = []
-    for entry in entries:
-        bounds = entry.accepted_amount
-        if not entry.is_card:
-            reason = _("Pay in cash at a store: not available for online card checkout.")
-        elif not entry.is_active:
-            reason = _("Not available right now.")
-        elif not entry.accepts(total):
-            reason = (
-                _("Accepts amounts from $%(min)s to $%(max)s.")
-                % {"min": bounds[0], "max": bounds[1]}
-                if bounds
-                else ""
-            )
-        else:
-            reason = ""
-        options.append(
-            MethodOption(
-                id=entry.id,
-                name=entry.name,
-                logo=entry.logo,
-                minimum=bounds[0] if bounds else None,
-                maximum=bounds[1] if bounds else None,
-                available=not reason,
-                reason=reason,
-            )
-        )
-    return options
-
-
-@dataclass(frozen=True)
 class PaymentOutcome:
     """What the payment page needs to know after an attempt or a check."""
 
@@ -311,15 +241,6 @@ class PaymentOutcome:
             "payment_id": self.payment_id,
             "three_ds_url": self.three_ds_url,
         }
-
-
-def webhook_url() -> str:
-    """Where the provider notifies us about a payment ("" when no webhook token is set)."""
-    token = settings.PAYMENTS_WEBHOOK_TOKEN
-    if not token:
-        return ""
-    path = reverse("webhooks:payments", kwargs={"token": token})
-    return f"{settings.SHOP_BASE_URL.rstrip('/')}{path}"
 
 
 def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
@@ -397,7 +318,6 @@ def order_pay(
             customer=customer,
             prevention_data=prevention_data,
             return_url=return_url,
-            webhook_url=webhook_url(),
         )
     except PaymentError as exc:
         # An attempt whose answer never came (this one, or the earlier one blocking it) is

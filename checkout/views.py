@@ -24,9 +24,9 @@ from checkout.services import (
     order_check_payment,
     order_create_from_cart,
     order_pay,
-    payment_methods_for,
 )
 from config.security import sdk_url
+from payments.catalogue import payment_methods_for
 
 SESSION_ORDERS = "orders"
 MAX_JSON_BYTES = 4096

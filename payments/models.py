@@ -6,13 +6,14 @@ and sends `payment_status_changed` when a payment's status changes.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 AUTHORIZATION_VALIDITY = timedelta(days=30)
 # Staff are warned this long before an uncaptured authorization expires (at 27 days).
@@ -33,6 +34,8 @@ class PaymentStatus(models.TextChoices):
     REFUNDED = "refunded", "Refunded"
 
 
+# Detail codes of a cancelled authorization: by the merchant, or expired (nothing charged).
+CANCELLED_UNCHARGED = frozenset({"CA-MER01", "CA-EXP01"})
 FINAL_STATUSES = frozenset(
     {
         PaymentStatus.FAILED,
@@ -171,6 +174,18 @@ class Payment(models.Model):
             and bool(self.provider_id)
             and self.refundable_amount > 0
         )
+
+    @property
+    def approved_at(self) -> datetime | None:
+        """When the provider approved the charge (from its last snapshot), if it did."""
+        raw = (self.snapshot or {}).get("approved_at")
+        return parse_datetime(raw) if isinstance(raw, str) else None
+
+    @property
+    def cancelled_before_capture(self) -> bool:
+        """An authorization cancelled by the merchant (staff) or by its expiry: nothing was
+        charged, as opposed to a charge given back."""
+        return self.status == PaymentStatus.CANCELLED and self.status_code in CANCELLED_UNCHARGED
 
     def can_close(self) -> bool:
         """An attempt whose outcome is unknown and that no notification has named."""

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from django.conf import settings
 from django.core.mail import mail_managers
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from payments.client import get_client
 from payments.confirmation import payment_confirm_create, payments_unconfirmed
@@ -44,7 +46,6 @@ from payments.selectors import (
     payments_unresolved,
 )
 from payments.services import IN_FLIGHT, payment_apply, payment_refresh
-from payments.signals import payment_reference_lookup
 from payments.types import ProviderPayment
 
 logger = logging.getLogger(__name__)
@@ -104,8 +105,7 @@ def _reference_is_ours(reference: str) -> bool:
         return False
     if Payment.objects.filter(external_reference=reference).exists():
         return True
-    answers = payment_reference_lookup.send(sender=Payment, reference=reference)
-    return any(answer is True for _, answer in answers)
+    return bool(import_string(settings.PAYMENTS_REFERENCE_OWNER_FUNCTION)(reference))
 
 
 def _held(provider_id: str) -> Payment | None:

@@ -12,10 +12,12 @@ from decimal import Decimal
 from typing import Any
 
 from celery import current_app
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.debug import sensitive_variables
@@ -247,7 +249,7 @@ def payment_create(
     customer: dict[str, Any],
     prevention_data: dict[str, str],
     return_url: str,
-    webhook_url: str,
+    webhook_url: str | None = None,
 ) -> Payment:
     """Create the payment for one checkout attempt. The attempt (and its idempotency key) is
     stored before the provider is called, so the same attempt never makes a second payment;
@@ -298,6 +300,8 @@ def payment_create(
         "prevention_data": prevention_data,
         "external_reference": external_reference,
     }
+    if webhook_url is None:  # the webhooks app's receiver (PAYMENTS_WEBHOOK_URL_FUNCTION)
+        webhook_url = import_string(settings.PAYMENTS_WEBHOOK_URL_FUNCTION)()
     # Optional addresses are left out rather than sent empty.
     body.update({k: v for k, v in (("return_url", return_url), ("webhook_url", webhook_url)) if v})
     try:

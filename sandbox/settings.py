@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from config.env import env_int, env_list, env_str
+from sandbox.env import env_int, env_list, env_str
 
 SANDBOX_DIR = Path(__file__).resolve().parent
 BASE_DIR = SANDBOX_DIR.parent

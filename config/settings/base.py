@@ -202,6 +202,11 @@ if not PAYMENTS_ACCESS_TOKEN and PAYMENTS_PUBLIC_KEY and PAYMENTS_SECRET_KEY:
     PAYMENTS_ACCESS_TOKEN = basic_access_token(PAYMENTS_PUBLIC_KEY, PAYMENTS_SECRET_KEY)
 PAYMENTS_AUTH_SCHEME = env_str("PAYMENTS_AUTH_SCHEME", "Basic")
 PAYMENTS_WEBHOOK_TOKEN = env_str("PAYMENTS_WEBHOOK_TOKEN")
+# How the payments app, which knows no other app, learns the webhook receiver's address (sent
+# with every payment) and whether an order reference is the shop's (to adopt a payment it never
+# heard of): functions of the webhooks and checkout apps, by dotted path.
+PAYMENTS_WEBHOOK_URL_FUNCTION = "webhooks.addresses.payment_notification_url"
+PAYMENTS_REFERENCE_OWNER_FUNCTION = "checkout.selectors.order_reference_exists"
 PAYMENTS_CAPTURE_METHOD = env_str("PAYMENTS_CAPTURE_METHOD", "automatic")
 PAYMENTS_SDK_THEME = env_str("PAYMENTS_SDK_THEME", "eco")
 PAYMENTS_CONNECT_TIMEOUT = float(env_str("PAYMENTS_CONNECT_TIMEOUT", "3.05"))

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from checkout.models import Order, OrderStatus, Product
-from checkout.services import CATALOGUE_CACHE_KEY, payment_methods_for
+from payments.catalogue import CATALOGUE_CACHE_KEY, payment_methods_for
 from tests.checkout.conftest import Node, html, make_order, own, place_order, shopper
 from tests.support import PUBLIC_KEY, Api, free_port
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from checkout.models import Order, OrderStatus
-from checkout.services import webhook_url
 from payments.models import Payment, PaymentEvent, PaymentStatus
 from payments.services import payment_create
 from tests.checkout.conftest import make_order
 from tests.support import THREE_DS, VISA, Api, wait_until
+from webhooks.addresses import payment_notification_url as webhook_url
 from webhooks.models import WebhookEvent, WebhookState
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]

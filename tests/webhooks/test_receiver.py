@@ -29,9 +29,9 @@ from django.http import HttpResponse
 from django.test import Client
 from django.urls import resolve, reverse
 
-from checkout.services import webhook_url
 from tests.support import free_port
 from tests.webhooks.support import take_queued, take_queued_with_eta
+from webhooks.addresses import payment_notification_url as webhook_url
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.queue import PROCESS_TASK, is_marked
 from webhooks.services import webhook_relay

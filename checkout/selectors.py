@@ -1,0 +1,11 @@
+"""Reads of orders that other apps ask for (through settings, never by importing checkout)."""
+
+from __future__ import annotations
+
+from checkout.models import Order
+
+
+def order_reference_exists(reference: str) -> bool:
+    """Whether `reference` names one of the shop's orders (PAYMENTS_REFERENCE_OWNER_FUNCTION):
+    a provider payment for it that the shop never heard of is then adopted."""
+    return bool(reference) and Order.objects.filter(reference=reference).exists()

@@ -1,0 +1,81 @@
+"""The provider's payment methods catalogue, as the payment page shows it for an order's total:
+each method with its amount bounds and whether it can pay this total (and why not)."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import suppress
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.core.cache import cache
+from django.utils.translation import gettext as _
+
+from payments.client import get_client
+from payments.errors import ProviderApiError
+from payments.types import PaymentMethodEntry
+
+logger = logging.getLogger(__name__)
+CATALOGUE_CACHE_KEY = "payments:payment-methods:MX"
+CATALOGUE_TTL = 300
+
+
+@dataclass(frozen=True)
+class MethodOption:
+    id: str
+    name: str
+    logo: str
+    minimum: Decimal | None
+    maximum: Decimal | None
+    available: bool
+    reason: str
+
+
+def _cached_catalogue() -> list[PaymentMethodEntry] | None:
+    try:
+        return cache.get(CATALOGUE_CACHE_KEY)
+    except Exception as exc:  # the cache (Redis) is unreachable
+        logger.warning("payment methods cache unavailable: %s", exc)
+        return None
+
+
+def payment_methods_for(*, total: Decimal) -> list[MethodOption]:
+    """The provider's catalogue (cached) as the payment page shows it for this total. Without
+    the cache (Redis down), it is read from the provider each time."""
+    entries = _cached_catalogue()
+    if entries is None:
+        try:
+            entries = get_client().list_payment_methods("MX")
+        except ProviderApiError:
+            logger.warning("payment methods catalogue unavailable", exc_info=True)
+            return []
+        with suppress(Exception):  # no cache: the next page reads the provider again
+            cache.set(CATALOGUE_CACHE_KEY, entries, CATALOGUE_TTL)
+    options = []
+    for entry in entries:
+        bounds = entry.accepted_amount
+        if not entry.is_card:
+            reason = _("Pay in cash at a store: not available for online card checkout.")
+        elif not entry.is_active:
+            reason = _("Not available right now.")
+        elif not entry.accepts(total):
+            reason = (
+                _("Accepts amounts from $%(min)s to $%(max)s.")
+                % {"min": bounds[0], "max": bounds[1]}
+                if bounds
+                else ""
+            )
+        else:
+            reason = ""
+        options.append(
+            MethodOption(
+                id=entry.id,
+                name=entry.name,
+                logo=entry.logo,
+                minimum=bounds[0] if bounds else None,
+                maximum=bounds[1] if bounds else None,
+                available=not reason,
+                reason=reason,
+            )
+        )
+    return options

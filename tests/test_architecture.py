@@ -1,0 +1,37 @@
+"""The apps' import rules (pyproject.toml [tool.importlinter]) hold, and are enforced."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support import ROOT
+
+
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_the_import_rules_between_the_apps_hold() -> None:
+    """checkout uses payments' services (never its client or types, never webhooks); payments
+    knows no other app; the sandbox and the shop import nothing of each other."""
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 kept, 0 broken" in result.stdout
+
+
+def test_a_forbidden_import_breaks_the_rules(tmp_path: Path) -> None:
+    """A copy of the project where checkout imports the provider's client breaks a contract."""
+    for name in ("checkout", "payments", "webhooks", "config", "sandbox"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    with (tmp_path / "checkout" / "services.py").open("a") as module:
+        module.write("\nfrom payments.client import get_client  # noqa\n")
+
+    result = lint_imports(tmp_path)
+
+    assert result.returncode == 1, result.stdout
+    assert "checkout is not allowed to import payments.client" in result.stdout
