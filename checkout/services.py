@@ -274,6 +274,18 @@ def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
     )
 
 
+def _customer(order: Order) -> dict[str, Any]:
+    """The order's customer as the provider takes it."""
+    address = ("street", "number", "colony", "city", "state", "postal_code", "country")
+    return {
+        "first_name": order.first_name,
+        "last_name": order.last_name,
+        "email": order.email,
+        "phone": order.phone,
+        "address": {field: getattr(order, field) for field in address},
+    }
+
+
 @sensitive_variables("card_token", "prevention_data")
 def order_pay(
     *,
@@ -290,21 +302,6 @@ def order_pay(
         return outcome_of(order, earlier)
     if not order.is_payable:
         raise CheckoutError(_("This order is already paid or closed."))
-    customer = {
-        "first_name": order.first_name,
-        "last_name": order.last_name,
-        "email": order.email,
-        "phone": order.phone,
-        "address": {
-            "street": order.street,
-            "number": order.number,
-            "colony": order.colony,
-            "city": order.city,
-            "state": order.state,
-            "postal_code": order.postal_code,
-            "country": order.country,
-        },
-    }
     try:
         payment = payments.payment_create(
             external_reference=order.reference,
@@ -315,7 +312,7 @@ def order_pay(
             % {"reference": order.reference, "shop": settings.SHOP_NAME},
             card_token=card_token,
             capture_method=settings.PAYMENTS_CAPTURE_METHOD,
-            customer=customer,
+            customer=_customer(order),
             prevention_data=prevention_data,
             return_url=return_url,
         )

@@ -230,14 +230,7 @@ class PaymentsClient:
         idempotency_key: str | None = None,
         public: bool = False,
     ) -> Any:
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "Authorization": f"Bearer {self._public_key}" if public else self._authorization,
-            "X-Request-ID": current_request_id(),  # None (outside a request or task): not sent
-        }
-        if method in WRITES:
-            headers["Idempotency-Key"] = idempotency_key or new_idempotency_key()
+        headers = self._headers(method, idempotency_key, public)
         data = None if body is None else simplejson.dumps(body, use_decimal=True)
         started = time.monotonic()
         try:
@@ -256,21 +249,32 @@ class PaymentsClient:
             kind = OutcomeUnknown if unknown else ProviderUnavailable
             raise kind(f"the card payments service did not answer ({type(exc).__name__})") from exc
         request_id = response.headers.get("X-Request-Id", "")
-        if 200 <= response.status_code < 300:
-            self._log(method, path, response.status_code, started, request_id)
-            try:
-                return _loads(response.text)
-            except ValueError as exc:
-                # A write answered 2xx was done, whatever its body says: its result is unknown.
-                kind = OutcomeUnknown if method in WRITES else ProviderUnavailable
-                raise kind(
-                    "the card payments service answered with invalid JSON",
-                    http_status=response.status_code,
-                    request_id=request_id,
-                ) from exc
-        error = _error_for(method, response, request_id)
-        self._log(method, path, response.status_code, started, request_id, error=error.error_code)
-        raise error
+        if not 200 <= response.status_code < 300:
+            error = _error_for(method, response, request_id)
+            self._log(method, path, response.status_code, started, request_id, error.error_code)
+            raise error
+        self._log(method, path, response.status_code, started, request_id)
+        try:
+            return _loads(response.text)
+        except ValueError as exc:
+            # A write answered 2xx was done, whatever its body says: its result is unknown.
+            kind = OutcomeUnknown if method in WRITES else ProviderUnavailable
+            raise kind(
+                "the card payments service answered with invalid JSON",
+                http_status=response.status_code,
+                request_id=request_id,
+            ) from exc
+
+    def _headers(self, method: str, idempotency_key: str | None, public: bool) -> dict[str, Any]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Authorization": f"Bearer {self._public_key}" if public else self._authorization,
+            "X-Request-ID": current_request_id(),  # None (outside a request or task): not sent
+        }
+        if method in WRITES:
+            headers["Idempotency-Key"] = idempotency_key or new_idempotency_key()
+        return headers
 
     @staticmethod
     def _log(

@@ -1,10 +1,21 @@
-"""Readable messages for provider refusals and declines (shown to shoppers and staff)."""
+"""Readable messages for provider refusals and declines (shown to shoppers and staff), and the
+one place where the provider's errors become the shop's (`provider_errors`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from django.utils.translation import gettext_lazy as _
 
-from payments.errors import ProviderApiError
+from payments.errors import (
+    NotFound,
+    OutcomeUnknown,
+    PaymentRefused,
+    ProviderApiError,
+    ProviderDown,
+    ProviderUnavailable,
+)
 
 REFUSALS = {
     "CL2200": _("The card details are not valid. Please check them and try again."),
@@ -36,3 +47,26 @@ def refusal_message(error: ProviderApiError) -> str:
 
 def decline_message(code: str) -> str:
     return str(DECLINES.get(code.strip().upper(), DEFAULT_DECLINE))
+
+
+# Kept in the ledger and in notifications' errors as well as shown: plain text.
+UNREACHABLE = "The payment service is not reachable right now."
+UNCONFIRMED = "The payment service did not confirm it; check the payment before trying again."
+
+
+@contextmanager
+def provider_errors(*, not_found: str = "", unreachable: str = "") -> Iterator[None]:
+    """Raise the provider's errors as the shop's: a write whose answer was lost as
+    `ProviderDown` saying it is not confirmed (never that nothing happened); no answer as
+    `ProviderDown`; anything else as `PaymentRefused` with a readable message (`not_found`
+    for a 404 when given)."""
+    try:
+        yield
+    except OutcomeUnknown as exc:
+        raise ProviderDown(UNCONFIRMED) from exc
+    except ProviderUnavailable as exc:
+        raise ProviderDown(unreachable or UNREACHABLE) from exc
+    except NotFound as exc:
+        raise PaymentRefused(not_found or refusal_message(exc)) from exc
+    except ProviderApiError as exc:
+        raise PaymentRefused(refusal_message(exc)) from exc

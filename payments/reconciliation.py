@@ -27,11 +27,9 @@ from payments.errors import (
     PaymentInProgress,
     PaymentOutcomeUnknown,
     PaymentRefused,
-    ProviderApiError,
     ProviderDown,
-    ProviderUnavailable,
 )
-from payments.messages import refusal_message
+from payments.messages import provider_errors
 from payments.models import (
     EXPIRY_WARNING_DAYS,
     CaptureMethod,
@@ -67,14 +65,11 @@ class SyncResult:
 
 
 def _fetch(provider_id: str) -> ProviderPayment | None:
-    try:
-        return get_client().get_payment(provider_id)
-    except NotFound:
-        return None
-    except ProviderUnavailable as exc:
-        raise ProviderDown("The payment service is not reachable right now.") from exc
-    except ProviderApiError as exc:
-        raise PaymentRefused(refusal_message(exc)) from exc
+    with provider_errors():
+        try:
+            return get_client().get_payment(provider_id)
+        except NotFound:
+            return None
 
 
 def _amounts(payment: Payment) -> tuple[str, int, object, object]:

@@ -7,9 +7,10 @@ compare-and-set update, call the provider, then apply the answer in a short tran
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from celery import current_app
 from django.conf import settings
@@ -37,7 +38,7 @@ from payments.errors import (
     ProviderDown,
     ProviderUnavailable,
 )
-from payments.messages import refusal_message
+from payments.messages import provider_errors, refusal_message
 from payments.models import (
     AUTHORIZATION_VALIDITY,
     REACHABLE,
@@ -58,6 +59,7 @@ from payments.types import CENT, ProviderPayment, ProviderSubscription
 
 logger = logging.getLogger(__name__)
 Actor = AbstractBaseUser | AnonymousUser | None
+T = TypeVar("T")
 INTENT_TIMEOUT = timedelta(minutes=5)
 IN_FLIGHT = (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
 CONFIRM_TASK = "payments.tasks.payment_confirm_create_task"
@@ -129,6 +131,27 @@ def _kept(raw: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def _copy(payment: Payment, remote: ProviderPayment, new: str, now: datetime) -> None:
+    """Take the provider's snapshot into the payment (not saved)."""
+    payment.provider_id = remote.id
+    payment.status = new
+    payment.status_code = remote.status_detail.code
+    payment.status_message = remote.status_detail.message[:128]
+    payment.captured_amount = remote.captured_amount
+    payment.refunded_amount = remote.amount_refunded
+    if remote.card:
+        payment.card_last_digits = remote.card.last_digits[-4:]
+    payment.card_brand = remote.payment_method_id or payment.card_brand
+    payment.three_ds_url = remote.three_ds_url if new == PaymentStatus.PENDING else ""
+    payment.provider_version = remote.version
+    payment.snapshot = _kept(remote.raw)
+    payment.last_synced_at = now
+    payment.last_error = ""
+    if new == PaymentStatus.AUTHORIZED and payment.authorized_at is None:
+        payment.authorized_at = now
+        payment.authorization_expires_at = now + AUTHORIZATION_VALIDITY
+
+
 def _apply(
     payment: Payment,
     remote: ProviderPayment,
@@ -153,23 +176,7 @@ def _apply(
     if new != old and new not in REACHABLE[old]:
         raise IllegalTransition(f"the provider reports '{new}' for a payment that is '{old}'")
     amounts_before = (payment.captured_amount, payment.refunded_amount)
-    payment.provider_id = remote.id
-    payment.status = new
-    payment.status_code = remote.status_detail.code
-    payment.status_message = remote.status_detail.message[:128]
-    payment.captured_amount = remote.captured_amount
-    payment.refunded_amount = remote.amount_refunded
-    if remote.card:
-        payment.card_last_digits = remote.card.last_digits[-4:]
-    payment.card_brand = remote.payment_method_id or payment.card_brand
-    payment.three_ds_url = remote.three_ds_url if new == PaymentStatus.PENDING else ""
-    payment.provider_version = remote.version
-    payment.snapshot = _kept(remote.raw)
-    payment.last_synced_at = now
-    payment.last_error = ""
-    if new == PaymentStatus.AUTHORIZED and payment.authorized_at is None:
-        payment.authorized_at = now
-        payment.authorization_expires_at = now + AUTHORIZATION_VALIDITY
+    _copy(payment, remote, new, now)
     payment.save()
     status_changed = new != old
     changed = status_changed or (payment.captured_amount, payment.refunded_amount) != amounts_before
@@ -253,43 +260,19 @@ def payment_create(
 ) -> Payment:
     """Create the payment for one checkout attempt. The attempt (and its idempotency key) is
     stored before the provider is called, so the same attempt never makes a second payment;
-    an answer that never came leaves it `unknown` and blocks new attempts for the order."""
+    an answer that never came leaves it `unknown` and blocks new attempts for the order.
+    `webhook_url` None: the webhooks app's receiver (PAYMENTS_WEBHOOK_URL_FUNCTION)."""
     check_amount(amount, maximum=Decimal("9999999999.99"), what="payment")
     if capture_method not in CaptureMethod.values:
         raise PaymentNotAllowed("Unknown capture method.")
-    existing = Payment.objects.filter(idempotency_key=attempt_key).first()
-    if existing is not None:
-        return existing
-    with transaction.atomic():
-        others = list(
-            Payment.objects.select_for_update().filter(external_reference=external_reference)
-        )
-        same_attempt = next((p for p in others if p.idempotency_key == attempt_key), None)
-        if same_attempt is not None:  # the twin request of this very attempt got here first
-            return same_attempt
-        if any(p.status in IN_FLIGHT for p in others):
-            raise PaymentAttemptBlocked(
-                "An earlier payment attempt for this order is still being confirmed. "
-                "Please wait a moment before trying again."
-            )
-        if any(p.status in (PaymentStatus.AUTHORIZED, PaymentStatus.APPROVED) for p in others):
-            raise PaymentNotAllowed("This order is already paid.")
-        try:
-            with transaction.atomic():
-                payment = Payment.objects.create(
-                    external_reference=external_reference,
-                    idempotency_key=attempt_key,
-                    capture_method=capture_method,
-                    amount=amount,
-                    currency=currency,
-                    description=description[:255],
-                    customer_email=customer.get("email", ""),
-                )
-        except IntegrityError:
-            existing = Payment.objects.filter(idempotency_key=attempt_key).first()
-            if existing is not None:
-                return existing
-            raise PaymentInProgress("Another payment attempt for this order is running.") from None
+    attempt = Payment(external_reference=external_reference, idempotency_key=attempt_key)
+    attempt.capture_method, attempt.amount, attempt.currency = capture_method, amount, currency
+    attempt.description, attempt.customer_email = description[:255], customer.get("email", "")
+    payment, opened = _attempt_open(attempt)
+    if not opened:  # this very attempt, already made (a double click, a retried request)
+        return payment
+    if webhook_url is None:
+        webhook_url = import_string(settings.PAYMENTS_WEBHOOK_URL_FUNCTION)()
     body: dict[str, Any] = {
         "amount": amount,
         "currency": currency,
@@ -299,34 +282,66 @@ def payment_create(
         "customer": customer,
         "prevention_data": prevention_data,
         "external_reference": external_reference,
+        # Optional addresses are left out rather than sent empty.
+        **{k: v for k, v in (("return_url", return_url), ("webhook_url", webhook_url)) if v},
     }
-    if webhook_url is None:  # the webhooks app's receiver (PAYMENTS_WEBHOOK_URL_FUNCTION)
-        webhook_url = import_string(settings.PAYMENTS_WEBHOOK_URL_FUNCTION)()
-    # Optional addresses are left out rather than sent empty.
-    body.update({k: v for k, v in (("return_url", return_url), ("webhook_url", webhook_url)) if v})
     try:
         remote = get_client().create_payment(body=body, idempotency_key=attempt_key)
-    except OutcomeUnknown as exc:
+    except ProviderApiError as exc:
+        raise _create_failed(payment, exc, body) from exc
+    return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
+
+
+def _attempt_open(attempt: Payment) -> tuple[Payment, bool]:
+    """Store the attempt unless the order is paid or has an attempt in flight: (the attempt,
+    True), or (the same attempt made earlier, False)."""
+    key, reference = attempt.idempotency_key, attempt.external_reference
+    existing = Payment.objects.filter(idempotency_key=key).first()
+    if existing is not None:
+        return existing, False
+    with transaction.atomic():
+        others = list(Payment.objects.select_for_update().filter(external_reference=reference))
+        same_attempt = next((p for p in others if p.idempotency_key == key), None)
+        if same_attempt is not None:  # the twin request of this very attempt got here first
+            return same_attempt, False
+        if any(p.status in IN_FLIGHT for p in others):
+            raise PaymentAttemptBlocked(
+                "An earlier payment attempt for this order is still being confirmed. "
+                "Please wait a moment before trying again."
+            )
+        if any(p.status in (PaymentStatus.AUTHORIZED, PaymentStatus.APPROVED) for p in others):
+            raise PaymentNotAllowed("This order is already paid.")
+        try:
+            with transaction.atomic():
+                attempt.save(force_insert=True)
+        except IntegrityError:
+            existing = Payment.objects.filter(idempotency_key=key).first()
+            if existing is not None:
+                return existing, False
+            raise PaymentInProgress("Another payment attempt for this order is running.") from None
+    return attempt, True
+
+
+def _create_failed(payment: Payment, error: ProviderApiError, body: dict[str, Any]) -> PaymentError:
+    """Record why a create did not give a payment; the error to show the shopper."""
+    if isinstance(error, OutcomeUnknown):
         # Sent again with its key until the provider says what happened (payments/confirmation).
-        _mark(payment, PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN, exc, request=body)
-        raise PaymentOutcomeUnknown(
+        _mark(payment, PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN, error, request=body)
+        return PaymentOutcomeUnknown(
             _(
                 "We could not confirm your payment with the bank yet. We are checking it; you "
                 "will not be charged twice."
             )
-        ) from exc
-    except ProviderUnavailable as exc:
-        _mark(payment, PaymentStatus.FAILED, PaymentEventKind.FAILED, exc)
-        raise ProviderDown(
+        )
+    _mark(payment, PaymentStatus.FAILED, PaymentEventKind.FAILED, error)
+    if isinstance(error, ProviderUnavailable):  # never reached the provider
+        return ProviderDown(
             _(
                 "The payment service is not reachable right now; nothing was charged. Please "
                 "try again in a moment."
             )
-        ) from exc
-    except ProviderApiError as exc:
-        _mark(payment, PaymentStatus.FAILED, PaymentEventKind.FAILED, exc)
-        raise PaymentRefused(refusal_message(exc)) from exc
-    return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
+        )
+    return PaymentRefused(refusal_message(error))
 
 
 def _mark(
@@ -369,12 +384,8 @@ def payment_refresh(*, payment: Payment, actor: Actor = None) -> Payment:
         raise PaymentNotAllowed(
             "This payment has no provider id yet; it is reconciled when the provider notifies it."
         )
-    try:
+    with provider_errors():
         remote = get_client().get_payment(payment.provider_id)
-    except ProviderUnavailable as exc:
-        raise ProviderDown("The payment service is not reachable right now.") from exc
-    except ProviderApiError as exc:
-        raise PaymentRefused(refusal_message(exc)) from exc
     return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.SYNCED, actor=actor)
 
 
@@ -512,6 +523,24 @@ def _action_failed(
     return PaymentRefused(refusal_message(error))
 
 
+def _claimed_call(
+    payment: Payment,
+    call: Callable[[], T],
+    *,
+    intent: str,
+    status: str,
+    action: str,
+    actor: Actor,
+) -> T:
+    """Claim the payment for a staff action and make its provider call; a failure is recorded
+    in the ledger, the claim released, and raised as the shop's error."""
+    _claim(payment, intent, status)
+    try:
+        return call()
+    except ProviderApiError as exc:
+        raise _action_failed(payment, exc, actor=actor, action=action) from exc
+
+
 def payment_capture(
     *, payment: Payment, amount: Decimal | None = None, actor: Actor = None
 ) -> Payment:
@@ -524,13 +553,16 @@ def payment_capture(
         )
     amount = payment.amount if amount is None else amount
     check_amount(amount, maximum=payment.amount, what="capture")
-    _claim(payment, PaymentIntent.CAPTURE, PaymentStatus.AUTHORIZED)
-    try:
-        remote = get_client().capture_payment(
+    remote = _claimed_call(
+        payment,
+        lambda: get_client().capture_payment(
             payment.provider_id or "", amount=amount, idempotency_key=new_idempotency_key()
-        )
-    except ProviderApiError as exc:
-        raise _action_failed(payment, exc, actor=actor, action="capture") from exc
+        ),
+        intent=PaymentIntent.CAPTURE,
+        status=PaymentStatus.AUTHORIZED,
+        action="capture",
+        actor=actor,
+    )
     return _apply_in_transaction(
         payment.pk,
         remote,
@@ -549,13 +581,16 @@ def payment_cancel(*, payment: Payment, actor: Actor = None) -> Payment:
             f"Only an authorized payment can be cancelled; this one is "
             f"{payment.get_status_display().lower()}."
         )
-    _claim(payment, PaymentIntent.CANCEL, PaymentStatus.AUTHORIZED)
-    try:
-        remote = get_client().cancel_payment(
+    remote = _claimed_call(
+        payment,
+        lambda: get_client().cancel_payment(
             payment.provider_id or "", idempotency_key=new_idempotency_key()
-        )
-    except ProviderApiError as exc:
-        raise _action_failed(payment, exc, actor=actor, action="cancellation") from exc
+        ),
+        intent=PaymentIntent.CANCEL,
+        status=PaymentStatus.AUTHORIZED,
+        action="cancellation",
+        actor=actor,
+    )
     return _apply_in_transaction(
         payment.pk, remote, kind=PaymentEventKind.CANCELLED, actor=actor, release_intent=True
     )
@@ -574,53 +609,56 @@ def payment_refund(
     left = payment.refundable_amount
     amount = left if amount is None else amount
     check_amount(amount, maximum=left, what="refund")
-    _claim(payment, PaymentIntent.REFUND, PaymentStatus.APPROVED)
-    client = get_client()
-    try:
-        remote_refund = client.refund(
+    remote_refund = _claimed_call(
+        payment,
+        lambda: get_client().refund(
             payment.provider_id or "",
             amount=amount,
             reason=reason[:255],
             idempotency_key=new_idempotency_key(),
-        )
-    except ProviderApiError as exc:
-        raise _action_failed(payment, exc, actor=actor, action="refund") from exc
-    with transaction.atomic():
-        refund = Refund.objects.create(
-            payment=payment,
-            provider_id=remote_refund.id,
-            amount=remote_refund.amount,
-            status=remote_refund.status,
-            reason=reason[:255],
-            actor=_user(actor),
-        )
+        ),
+        intent=PaymentIntent.REFUND,
+        status=PaymentStatus.APPROVED,
+        action="refund",
+        actor=actor,
+    )
+    refund = Refund.objects.create(
+        payment=payment,
+        provider_id=remote_refund.id,
+        amount=remote_refund.amount,
+        status=remote_refund.status,
+        reason=reason[:255],
+        actor=_user(actor),
+    )
+    _refund_settle(payment, refund, actor=actor)
+    payment.refresh_from_db()
+    return refund
+
+
+def _refund_settle(payment: Payment, refund: Refund, *, actor: Actor) -> None:
+    """After a refund: read the payment's new amounts, record the refund once in the ledger,
+    release the claim. If the read fails, the refund is recorded and the amounts arrive with
+    the payment's next refresh."""
     try:
-        remote = client.get_payment(payment.provider_id or "")
+        remote: ProviderPayment | None = get_client().get_payment(payment.provider_id or "")
+        note = ""
     except ProviderApiError as exc:
-        # The refund is made; the payment's new amounts arrive with its next refresh.
-        with transaction.atomic():
-            locked = Payment.objects.select_for_update().get(pk=payment.pk)
-            _record(
-                locked,
-                PaymentEventKind.REFUNDED,
-                actor=actor,
-                old=locked.status,
-                new=locked.status,
-                amount=refund.amount,
-                message=f"refund {refund.provider_id}; refresh failed: {exc.message}",
-            )
-            _release(locked)
-        return refund
+        remote, note = None, f"; refresh failed: {exc.message}"
     with transaction.atomic():
         locked = Payment.objects.select_for_update().get(pk=payment.pk)
         old = locked.status
-        try:
-            recorded = _apply(
-                locked, remote, kind=PaymentEventKind.REFUNDED, actor=actor, amount=refund.amount
-            )
-        except IllegalTransition as exc:
-            logger.error("payment %s after refund: %s", payment.pk, exc)
-            recorded = False
+        recorded = False
+        if remote is not None:
+            try:
+                recorded = _apply(
+                    locked,
+                    remote,
+                    kind=PaymentEventKind.REFUNDED,
+                    actor=actor,
+                    amount=refund.amount,
+                )
+            except IllegalTransition as exc:
+                logger.error("payment %s after refund: %s", payment.pk, exc)
         if not recorded:
             _record(
                 locked,
@@ -629,11 +667,9 @@ def payment_refund(
                 old=old,
                 new=locked.status,
                 amount=refund.amount,
-                message=f"refund {refund.provider_id}",
+                message=f"refund {refund.provider_id}{note}",
             )
         _release(locked)
-    payment.refresh_from_db()
-    return refund
 
 
 # --- Subscriptions ---------------------------------------------------------------------------
@@ -657,14 +693,8 @@ def _store_subscription(remote: ProviderSubscription) -> Subscription:
 
 def subscription_sync(*, provider_id: str) -> Subscription:
     """Import (or update) a subscription from the provider by its id."""
-    try:
+    with provider_errors(not_found="The provider has no subscription with this id."):
         remote = get_client().get_subscription(provider_id.strip())
-    except ProviderUnavailable as exc:
-        raise ProviderDown("The payment service is not reachable right now.") from exc
-    except ProviderApiError as exc:
-        if exc.http_status == 404:
-            raise PaymentRefused("The provider has no subscription with this id.") from exc
-        raise PaymentRefused(refusal_message(exc)) from exc
     with transaction.atomic():
         return _store_subscription(remote)
 
@@ -673,14 +703,10 @@ def subscription_cancel(*, subscription: Subscription, actor: Actor = None) -> S
     """Set a subscription inactive at the provider (it cannot be activated again)."""
     if subscription.status == SubscriptionStatus.INACTIVE:
         raise PaymentNotAllowed("This subscription is already inactive.")
-    try:
+    with provider_errors(unreachable="The payment service is not reachable; nothing changed."):
         remote = get_client().cancel_subscription(
             subscription.provider_id, idempotency_key=new_idempotency_key()
         )
-    except ProviderUnavailable as exc:
-        raise ProviderDown("The payment service is not reachable; nothing changed.") from exc
-    except ProviderApiError as exc:
-        raise PaymentRefused(refusal_message(exc)) from exc
     logger.info(
         "subscription %s cancelled by %s", subscription.provider_id, _user(actor) or "system"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
 
 from payments.errors import PaymentError
 from payments.reconciliation import payment_sync
@@ -20,6 +20,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("provider_ids", nargs="+", help="the provider's payment ids")
 
+    @no_translations  # an operator's tool: its report is in English throughout
     def handle(self, *args: Any, provider_ids: list[str], **options: Any) -> None:
         failed = 0
         for provider_id in provider_ids:
