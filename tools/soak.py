@@ -209,13 +209,25 @@ def drive(demo: Demo, minutes: float, tally: Tally) -> None:
             print(f"{time.strftime('%H:%M:%S')} orders {tally.orders} {tally.outcomes}", flush=True)
 
 
+def provider_payments(sandbox: str) -> list[dict[str, Any]]:
+    """Every payment the sandbox holds (its control endpoint gives 500 at a time)."""
+    payments: list[dict[str, Any]] = []
+    while True:
+        page = requests.get(
+            f"{sandbox}/_sandbox/payments", params={"offset": len(payments)}, auth=SECRET,
+            timeout=60,
+        ).json(parse_float=str)  # fmt: skip
+        payments += page
+        if len(page) < 500:
+            return payments
+
+
 def settle(demo: Demo) -> Any:
     from tools.verdict import verdict
 
     deadline, found = time.monotonic() + 240, None
     while time.monotonic() < deadline:
-        remote = requests.get(f"{demo.sandbox}/_sandbox/payments", auth=SECRET, timeout=30)
-        found = verdict(remote.json(parse_float=str))
+        found = verdict(provider_payments(demo.sandbox))
         if found.clean:
             break
         time.sleep(5)

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sandbox.provider import clock
-from sandbox.provider.errors import NOT_FOUND, ApiError
+from sandbox.provider.errors import NOT_FOUND, ApiError, invalid_request
 from sandbox.provider.models import (
     CardToken,
     Fault,
@@ -132,16 +132,23 @@ class FaultsView(ProviderView):
         return Response({"deleted": deleted})
 
 
+PAGE = 500
+
+
 class PaymentsListView(ProviderView):
-    """Every payment the sandbox holds, newest first (optionally by `external_reference`)."""
+    """The payments the sandbox holds, newest first, 500 at a time from `offset` (optionally
+    by `external_reference`)."""
 
     def get(self, request: Request) -> Response:
         found = Payment.objects.select_related("method").prefetch_related("refund_records")
         if reference := request.query_params.get("external_reference"):
             found = found.filter(external_reference=reference)
-        url = base_url(request)
-        quirks = SandboxState.load().quirks
-        return Response([payment_json(p, url, quirks) for p in found.order_by("-created_at")[:500]])
+        offset = request.query_params.get("offset", "0")
+        if not offset.isdigit():
+            raise invalid_request("offset: must be a whole number.")
+        page = found.order_by("-created_at", "-pk")[int(offset) : int(offset) + PAGE]
+        url, quirks = base_url(request), SandboxState.load().quirks
+        return Response([payment_json(p, url, quirks) for p in page])
 
 
 class WebhooksView(ProviderView):

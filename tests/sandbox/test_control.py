@@ -181,3 +181,16 @@ def test_every_answer_carries_a_request_id(api: Api) -> None:
     first = api.get("/payment_methods").headers["X-Request-Id"]
     second = api.get("/payment_methods").headers["X-Request-Id"]
     assert first and second and first != second
+
+
+def test_payments_are_listed_newest_first_from_an_offset(api: Api) -> None:
+    """The payments list starts at `offset` (newest first); a bad offset is a 400 CL2100."""
+    made = [api.create_payment(VISA, external_reference=f"ORD-PAGE{n}")["id"] for n in range(3)]
+
+    everything = [p["id"] for p in api.get("/_sandbox/payments").json()]
+    after_newest = [p["id"] for p in api.get("/_sandbox/payments", params={"offset": "1"}).json()]
+
+    assert everything[:3] == made[::-1]
+    assert after_newest == everything[1:]
+    assert api.get("/_sandbox/payments", params={"offset": "999"}).json() == []
+    assert_error(api.get("/_sandbox/payments", params={"offset": "-1"}), 400, "CL2100")
