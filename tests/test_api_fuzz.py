@@ -56,6 +56,7 @@ from payments.client import get_client
 from payments.models import Payment
 from tests.checkout.conftest import add_to_cart, cart_of, html, make_order, own, place_order
 from tests.checkout.conftest import shopper as new_shopper
+from tests.factories import ProductFactory
 from tests.support import THREE_DS, Api, clear_cache, free_port
 from webhooks.models import WebhookEvent
 
@@ -202,7 +203,7 @@ class Buyer:
 
 @pytest.fixture
 def product(db: None) -> Product:
-    return Product.objects.create(
+    return ProductFactory(
         slug="taza-fuzz",
         name="Taza de talavera",
         price=Decimal("289.00"),

@@ -30,8 +30,9 @@ import pytest
 import requests
 from django.db import connection
 
-from checkout.models import Order, OrderStatus, Product
+from checkout.models import Order, OrderStatus
 from tests.checkout.conftest import CUSTOMER
+from tests.factories import ProductFactory
 from tests.support import (
     DECLINED,
     PROVIDER_ERROR,
@@ -251,7 +252,7 @@ def test_every_order_ends_right_after_faults_with_no_human_step(
     processes: Processes, provider: Api
 ) -> None:
     shop, rng = processes, random.Random(15)
-    Product.objects.create(
+    ProductFactory(
         slug="jarron", name="Jarrón", price=Decimal("450.00"), stock=100, active=True,
         image="img/products/taza-talavera.svg",
     )  # fmt: skip

@@ -43,6 +43,7 @@ from payments.models import (
     Subscription,
 )
 from tests.checkout.conftest import CUSTOMER, make_order, own
+from tests.factories import ProductFactory
 from tests.support import clear_cache, refuse_provider_calls
 from webhooks.models import WebhookEvent, WebhookState
 
@@ -199,10 +200,10 @@ def _browser(warm_up: str, user: Any = None) -> Client:
 @pytest.fixture
 def world(settings: Any, calls: list[tuple[str, str]], django_user_model: Any) -> World:
     settings.PAYMENTS_WEBHOOK_TOKEN = WEBHOOK_TOKEN
-    product = Product.objects.create(
+    product = ProductFactory(
         slug="taza", name="Taza de talavera", price=Decimal("289.00"), stock=10
     )
-    spare_product = Product.objects.create(
+    spare_product = ProductFactory(
         slug="plato", name="Plato de barro", price=Decimal("150.00"), stock=5
     )
     order = make_order((product, 1))

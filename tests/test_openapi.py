@@ -32,8 +32,9 @@ from schemathesis.specs.openapi.checks import (
 )
 from werkzeug.test import Client as WsgiClient
 
-from checkout.models import Order, Product
+from checkout.models import Order
 from tests.checkout.conftest import make_order, own, shopper
+from tests.factories import ProductFactory
 
 DESCRIPTION = Path(__file__).resolve().parent.parent / "docs" / "openapi.yaml"
 SCHEMA = schemathesis.openapi.from_path(DESCRIPTION)
@@ -161,9 +162,7 @@ def session_values(db: None, settings: Any) -> dict[str, Any]:
     """Path values a request gets past every check with (an order of this browser session, the
     webhook token), the session and CSRF cookies, and the CSRF header."""
     settings.PAYMENTS_WEBHOOK_TOKEN = TOKEN
-    product = Product.objects.create(
-        slug="taza-openapi", name="Taza", price=Decimal("289.00"), stock=5
-    )
+    product = ProductFactory(slug="taza-openapi", name="Taza", price=Decimal("289.00"), stock=5)
     order: Order = make_order((product, 1))
     browser = own(shopper(), order)
     csrf = get_random_string(32)

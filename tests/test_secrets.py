@@ -39,6 +39,7 @@ from config.logging import RedactSecrets, luhn_valid
 from payments.client import get_client
 from payments.models import Payment, PaymentStatus
 from tests.checkout.conftest import CUSTOMER
+from tests.factories import ProductFactory
 from tests.support import (
     DECLINED,
     PROVIDER_ERROR,
@@ -393,7 +394,7 @@ def harness(provider: Api, settings: Any) -> Iterator[Harness]:
 
 @pytest.fixture
 def product() -> Product:
-    return Product.objects.create(
+    return ProductFactory(
         slug="taza-secretos",
         name="Taza de talavera",
         price=Decimal("289.00"),

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
 from decimal import Decimal
 from html.parser import HTMLParser
 from typing import Any
@@ -16,10 +14,10 @@ from django.contrib.messages import get_messages
 from django.http import HttpResponse
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
-from checkout.models import Order, OrderItem, Product
+from checkout.models import Order, Product
 from payments.models import Payment
+from tests.factories import OrderFactory, PaymentFactory, ProductFactory
 from tests.support import clear_cache
 
 REFERENCE_RE = re.compile(r"^ORD-[0-9A-HJKMNP-TV-Z]{5}$")
@@ -51,25 +49,8 @@ def _fresh_cache() -> Iterator[None]:
 def make_product(db: None) -> Callable[..., Product]:
     """Create a product; slugs default to a unique value."""
 
-    def make(
-        slug: str | None = None,
-        *,
-        price: str = "289.00",
-        stock: int = 10,
-        active: bool = True,
-        name: str | None = None,
-        **fields: Any,
-    ) -> Product:
-        slug = slug or f"producto-{uuid.uuid4().hex[:8]}"
-        return Product.objects.create(
-            slug=slug,
-            name=name or f"Producto {slug}",
-            price=Decimal(price),
-            stock=stock,
-            active=active,
-            image=fields.pop("image", "img/products/taza-talavera.svg"),
-            **fields,
-        )
+    def make(slug: str | None = None, *, price: str = "289.00", **fields: Any) -> Product:
+        return ProductFactory(**({"slug": slug} if slug else {}), price=Decimal(price), **fields)
 
     return make
 
@@ -112,20 +93,7 @@ def make_order(
     *lines: tuple[Product, int], status: str = "awaiting_payment", **fields: Any
 ) -> Order:
     """An order written straight to the database (stock taken as checkout would)."""
-    data = {**CUSTOMER, "phone": "5512345678", **fields}
-    total = sum((product.price * quantity for product, quantity in lines), Decimal("0.00"))
-    order = Order.objects.create(total=data.pop("total", total), status=status, **data)
-    for product, quantity in lines:
-        OrderItem.objects.create(
-            order=order,
-            product=product,
-            name=product.name,
-            unit_price=product.price,
-            quantity=quantity,
-        )
-        Product.objects.filter(pk=product.pk).update(stock=product.stock - quantity)
-        product.refresh_from_db()
-    return order
+    return OrderFactory(lines=lines, status=status, **fields)
 
 
 def own(client: Client, order: Order) -> Client:
@@ -136,23 +104,9 @@ def own(client: Client, order: Order) -> Client:
     return client
 
 
-_payment_clock = {"offset": 0}
-
-
 def make_payment(order: Order, status: str, **fields: Any) -> Payment:
     """A payment row for the order, created straight in the database, later than any before."""
-    _payment_clock["offset"] += 1
-    fields.setdefault("amount", order.total)
-    fields.setdefault("capture_method", "automatic")
-    fields.setdefault("created_at", timezone.now() + timedelta(seconds=_payment_clock["offset"]))
-    if status not in ("creating", "unknown", "failed"):
-        fields.setdefault("provider_id", uuid.uuid4().hex)
-    return Payment.objects.create(
-        external_reference=order.reference,
-        idempotency_key=uuid.uuid4().hex,
-        status=status,
-        **fields,
-    )
+    return PaymentFactory(order=order, status=status, **fields)
 
 
 def error_messages(response: HttpResponse) -> list[str]:

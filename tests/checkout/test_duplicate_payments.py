@@ -8,17 +8,18 @@ import pytest
 import requests
 from django.core import mail
 
-from checkout.models import Order, OrderStatus, Product
+from checkout.models import Order, OrderStatus
 from checkout.services import order_pay, order_payments
 from payments.models import Payment, PaymentStatus
 from payments.services import payment_refresh
+from tests.factories import ProductFactory
 from tests.support import THREE_DS, VISA, Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _order() -> Order:
-    product = Product.objects.create(slug="taza", name="Taza", price=Decimal("289.00"), stock=5)
+    product = ProductFactory(slug="taza", name="Taza", price=Decimal("289.00"), stock=5)
     order = Order.objects.create(
         first_name="Ana",
         last_name="Pérez",

@@ -15,19 +15,20 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from checkout.models import Order, OrderStatus, Product
+from checkout.models import Order, OrderStatus
 from payments.errors import PaymentNotAllowed
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
 from payments.reconciliation import SyncOutcome, payment_sync
 from payments.services import payment_close_unconfirmed
 from tests.checkout.conftest import make_order
+from tests.factories import ProductFactory
 from tests.support import Api
 
 pytestmark = pytest.mark.django_db
 
 
 def _order() -> Order:
-    product = Product.objects.create(
+    product = ProductFactory(
         slug=f"jarro-{uuid.uuid4().hex[:6]}", name="Jarro", price=Decimal("250.00"), stock=3
     )
     return make_order((product, 1))

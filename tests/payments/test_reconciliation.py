@@ -14,7 +14,7 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from checkout.models import Order, OrderStatus, Product
+from checkout.models import Order, OrderStatus
 from payments.client import PaymentsClient
 from payments.errors import PaymentOutcomeUnknown, PaymentRefused
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
@@ -26,6 +26,7 @@ from payments.reconciliation import (
 )
 from payments.services import payment_cancel
 from tests.checkout.conftest import make_order
+from tests.factories import ProductFactory
 from tests.payments.factories import create_payment, order_reference
 from tests.support import DECLINED, THREE_DS, Api
 
@@ -75,7 +76,7 @@ def capture_at_provider(api: Api, payment: Payment) -> None:
 
 
 def order_for(**fields: Any) -> Order:
-    product = Product.objects.create(
+    product = ProductFactory(
         slug=f"jarra-{uuid.uuid4().hex[:8]}", name="Jarra", price=Decimal("250.00"), stock=5
     )
     return make_order((product, 1), **fields)

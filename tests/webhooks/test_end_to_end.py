@@ -13,6 +13,7 @@ from checkout.models import Order, OrderStatus
 from payments.models import Payment, PaymentEvent, PaymentStatus
 from payments.services import payment_create
 from tests.checkout.conftest import make_order
+from tests.factories import ProductFactory
 from tests.support import THREE_DS, VISA, Api, wait_until
 from webhooks.addresses import payment_notification_url as webhook_url
 from webhooks.models import WebhookEvent, WebhookState
@@ -29,9 +30,8 @@ def live_shop(live_server: Any, provider: Api, settings: Any) -> Api:
 
 
 def _order_paid_with(api: Api, number: str, capture_method: str) -> tuple[Order, Payment]:
-    from checkout.models import Product
 
-    product = Product.objects.create(
+    product = ProductFactory(
         slug=f"jarra-{uuid.uuid4().hex[:6]}", name="Jarra", price=Decimal("250.00"), stock=5
     )
     order = make_order((product, 1))

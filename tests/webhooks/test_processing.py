@@ -21,10 +21,11 @@ from django.db import connection
 from django.utils import timezone
 
 import webhooks.services
-from checkout.models import Order, OrderStatus, Product
+from checkout.models import Order, OrderStatus
 from payments.client import PaymentsClient
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
 from tests.checkout.conftest import make_order
+from tests.factories import ProductFactory
 from tests.payments.factories import create_payment
 from tests.support import Api, clear_cache
 from tests.webhooks.support import take_queued
@@ -100,7 +101,7 @@ def refund_at_provider(api: Api, payment: Payment, amount: str) -> None:
 
 
 def order_for(reference: str | None = None, price: str = "250.00") -> Order:
-    product = Product.objects.create(
+    product = ProductFactory(
         slug=f"jarra-{uuid.uuid4().hex[:8]}", name="Jarra", price=Decimal(price), stock=5
     )
     fields = {"reference": reference} if reference else {}

@@ -34,10 +34,11 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from checkout.models import Order, OrderStatus, Product
+from checkout.models import Order, OrderStatus
 from checkout.services import derive_order_status, order_payments
 from payments.models import Payment, PaymentEvent, PaymentStatus
 from tests.checkout.conftest import make_order
+from tests.factories import ProductFactory
 from tests.payments.factories import create_payment
 from tests.support import (
     DECLINED,
@@ -147,7 +148,7 @@ def finish_challenge(api: Api, three_ds_url: str, *, passed: bool) -> None:
 
 
 def new_order() -> Order:
-    product = Product.objects.create(
+    product = ProductFactory(
         slug=f"taza-{uuid.uuid4().hex[:8]}", name="Taza", price=Decimal("250.00"), stock=100
     )
     return make_order((product, 1))
