@@ -88,7 +88,7 @@ def test_a_duplicate_another_action_is_releasing_is_logged_as_such_not_as_an_err
     moment, then this release says so at INFO and logs no error."""
     import logging
 
-    import checkout.services
+    import checkout.services.duplicate_charges
     from payments.errors import PaymentInProgress
 
     _, first = _paid_twice(provider)
@@ -96,10 +96,10 @@ def test_a_duplicate_another_action_is_releasing_is_logged_as_such_not_as_an_err
     def busy(**_: object) -> None:
         raise PaymentInProgress("Another action (refund) is already running.")
 
-    monkeypatch.setattr(checkout.services.payments, "payment_refund", busy)
-    caplog.set_level(logging.INFO, logger="checkout.services")
+    monkeypatch.setattr(checkout.services.duplicate_charges.payments, "payment_refund", busy)
+    caplog.set_level(logging.INFO, logger="checkout.services.duplicate_charges")
     payment_refresh(payment=first)
 
-    records = [r for r in caplog.records if r.name == "checkout.services"]
+    records = [r for r in caplog.records if r.name == "checkout.services.duplicate_charges"]
     assert [r.levelno for r in records if "being released" in r.getMessage()] == [logging.INFO]
     assert not [r for r in records if r.levelno >= logging.ERROR]

@@ -1,0 +1,35 @@
+"""Business rules of the storefront, by concern: orders from carts and what an order's status is
+given its payments (the only way an order moves), the payment page, duplicate charges, mail."""
+
+from checkout.selectors import order_payments
+from checkout.services.duplicate_charges import charges_held, order_release_duplicates
+from checkout.services.mail import order_send_confirmation
+from checkout.services.orders import (
+    PAID_STATUSES,
+    CheckoutError,
+    derive_order_status,
+    order_create_from_cart,
+    order_sync_status,
+)
+from checkout.services.payment_page import (
+    PaymentOutcome,
+    order_check_payment,
+    order_pay,
+    outcome_of,
+)
+
+__all__ = [
+    "PAID_STATUSES",
+    "CheckoutError",
+    "PaymentOutcome",
+    "charges_held",
+    "derive_order_status",
+    "order_check_payment",
+    "order_create_from_cart",
+    "order_pay",
+    "order_payments",
+    "order_release_duplicates",
+    "order_send_confirmation",
+    "order_sync_status",
+    "outcome_of",
+]

@@ -1,0 +1,55 @@
+"""An order is paid once: a second charge that went through is given back."""
+
+from __future__ import annotations
+
+import logging
+
+from checkout.models import Order
+from checkout.selectors import order_payments
+from payments import services as payments
+from payments.errors import PaymentError, PaymentInProgress
+from payments.models import Payment, PaymentStatus
+
+logger = logging.getLogger(__name__)
+
+
+def charges_held(attempts: list[Payment]) -> list[Payment]:
+    """The attempts holding or having taken the shopper's money, the one to keep first."""
+    held = [p for p in attempts if p.status in (PaymentStatus.APPROVED, PaymentStatus.AUTHORIZED)]
+
+    def first_to_pay(payment: Payment) -> tuple[bool, str]:
+        # The provider's approval time, else when it was held.
+        when = payment.approved_at or payment.authorized_at or payment.created_at
+        return payment.status != PaymentStatus.APPROVED, when.isoformat()
+
+    return sorted(held, key=first_to_pay)
+
+
+def order_release_duplicates(*, reference: str) -> int:
+    """An order is paid once. If two attempts both went through (e.g. a 3-D Secure challenge
+    finished in another tab after a second card paid), the extra ones are given back: refunded
+    in full, or their authorization cancelled. Returns how many were released."""
+    order = Order.objects.filter(reference=reference).first()
+    if order is None:
+        return 0
+    released = 0
+    for extra in charges_held(order_payments(order))[1:]:
+        try:
+            if extra.status == PaymentStatus.APPROVED:
+                payments.payment_refund(
+                    payment=extra, reason=f"duplicate payment of order {reference}"
+                )
+            else:
+                payments.payment_cancel(payment=extra)
+        except PaymentInProgress:
+            # Another sync of the same order is releasing it right now: that one logs the outcome.
+            logger.info("order %s: duplicate payment %s is being released", reference, extra.pk)
+            continue
+        except PaymentError as exc:
+            logger.error(
+                "order %s: duplicate payment %s not released: %s", reference, extra.pk, exc.message
+            )
+            continue
+        logger.warning("order %s: duplicate payment %s released", reference, extra.pk)
+        released += 1
+    return released

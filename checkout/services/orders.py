@@ -1,0 +1,130 @@
+"""Orders: made from carts (stock reserved), and moved only by what their payments say."""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import F
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+from checkout.cart import Cart
+from checkout.models import Order, OrderItem, OrderStatus, Product
+from checkout.selectors import order_payments
+from checkout.services.duplicate_charges import charges_held, order_release_duplicates
+from checkout.services.mail import order_send_confirmation
+from payments.models import Payment, PaymentStatus
+
+logger = logging.getLogger(__name__)
+
+
+class CheckoutError(Exception):
+    """A checkout problem with a message for the shopper."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- Orders ---------------------------------------------------------------------------------
+
+
+def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: str) -> Order:
+    """Freeze the cart into an order: prices at order time, stock reserved, in one transaction."""
+    lines = cart.lines()
+    if not lines:
+        raise CheckoutError(_("Your cart is empty."))
+    with transaction.atomic():
+        products = Product.objects.select_for_update().in_bulk([line.product.pk for line in lines])
+        problems = []
+        for line in lines:
+            product = products[line.product.pk]
+            if not product.active:
+                problems.append(_("%(name)s is no longer sold.") % {"name": product.display_name})
+            elif product.stock < line.quantity:
+                problems.append(
+                    ngettext(
+                        "Only %(count)s of %(name)s left.",
+                        "Only %(count)s of %(name)s left.",
+                        product.stock,
+                    )
+                    % {"count": product.stock, "name": product.display_name}
+                )
+        if problems:
+            raise CheckoutError(" ".join(problems))
+        order = Order.objects.create(
+            total=sum(
+                (products[line.product.pk].price * line.quantity for line in lines), Decimal("0.00")
+            ),
+            language=language,
+            **customer,
+        )
+        for line in lines:
+            product = products[line.product.pk]
+            OrderItem.objects.create(
+                order=order,
+                product=product,
+                name=product.name,
+                unit_price=product.price,
+                quantity=line.quantity,
+            )
+            product.stock -= line.quantity
+            product.save(update_fields=["stock"])
+    return order
+
+
+def derive_order_status(payments_of_order: list[Payment]) -> str:
+    """What the order's payments say about it, best outcome first (idempotent, so duplicate
+    or late notifications can only land in the same place)."""
+    by_status: dict[str, list[Payment]] = {}
+    for payment in payments_of_order:
+        by_status.setdefault(payment.status, []).append(payment)
+    if approved := by_status.get(PaymentStatus.APPROVED):
+        if any(p.refunded_amount > 0 for p in approved):
+            return OrderStatus.PARTIALLY_REFUNDED
+        return OrderStatus.PAID
+    cancelled = by_status.get(PaymentStatus.CANCELLED, [])
+    if PaymentStatus.REFUNDED in by_status or any(p.captured_amount > 0 for p in cancelled):
+        return OrderStatus.REFUNDED
+    if PaymentStatus.AUTHORIZED in by_status:
+        return OrderStatus.AUTHORIZED
+    if any(p.cancelled_before_capture for p in cancelled):
+        return OrderStatus.CANCELLED
+    if not payments_of_order:
+        return OrderStatus.AWAITING_PAYMENT
+    latest = payments_of_order[-1]
+    if latest.status in (PaymentStatus.CREATING, PaymentStatus.UNKNOWN):
+        return OrderStatus.AWAITING_PAYMENT
+    if latest.status == PaymentStatus.PENDING:
+        return OrderStatus.AWAITING_AUTHENTICATION
+    return OrderStatus.PAYMENT_FAILED
+
+
+PAID_STATUSES = (OrderStatus.PAID, OrderStatus.AUTHORIZED)
+
+
+def order_sync_status(*, reference: str) -> Order | None:
+    """Move the order to what its payments say; release stock once if it is cancelled."""
+    with transaction.atomic():
+        order = Order.objects.select_for_update().filter(reference=reference).first()
+        if order is None:
+            return None
+        attempts = order_payments(order)
+        if len(charges_held(attempts)) > 1:
+            transaction.on_commit(lambda: order_release_duplicates(reference=reference))
+        new = derive_order_status(attempts)
+        if new != order.status:
+            logger.info("order %s: %s -> %s", order.reference, order.status, new)
+            order.status = new
+            order.save(update_fields=["status", "updated_at"])
+            if new == OrderStatus.CANCELLED:
+                for item in order.items.all():
+                    Product.objects.filter(pk=item.product_id).update(
+                        stock=F("stock") + item.quantity
+                    )
+        # Also after a mail server failure: the next update of the order tries again.
+        if order.status in PAID_STATUSES and order.confirmation_sent_at is None:
+            transaction.on_commit(lambda: order_send_confirmation(order_id=order.pk))
+    return order

@@ -1,0 +1,143 @@
+"""The payment page: paying an order (one attempt at a time) and checking its payment."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.utils.translation import gettext as _
+from django.views.decorators.debug import sensitive_variables
+
+from checkout.models import Order
+from checkout.selectors import order_payments
+from checkout.services.orders import CheckoutError, order_sync_status
+from payments import services as payments
+from payments.errors import PaymentAttemptBlocked, PaymentError, PaymentOutcomeUnknown
+from payments.messages import decline_message
+from payments.models import Payment, PaymentStatus
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PaymentOutcome:
+    """What the payment page needs to know after an attempt or a check."""
+
+    result: str  # approved | authorized | pending | rejected | failed | unknown
+    order_status: str
+    message: str
+    payment_id: str = ""
+    three_ds_url: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "result": self.result,
+            "order_status": self.order_status,
+            "message": self.message,
+            "payment_id": self.payment_id,
+            "three_ds_url": self.three_ds_url,
+        }
+
+
+def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
+    order.refresh_from_db()
+    if payment is None:
+        return PaymentOutcome("unknown", order.status, "")
+    messages = {
+        PaymentStatus.APPROVED: _("Payment approved. Thank you!"),
+        PaymentStatus.AUTHORIZED: _(
+            "The amount is held on your card; it will be charged when we ship your order."
+        ),
+        PaymentStatus.PENDING: _("Your bank needs to verify this payment."),
+        PaymentStatus.REJECTED: decline_message(payment.status_code),
+        PaymentStatus.CANCELLED: _("The payment was not completed. You can try again."),
+        PaymentStatus.FAILED: _("The payment could not be made. You can try again."),
+        PaymentStatus.UNKNOWN: _("We are confirming your payment with the bank."),
+        PaymentStatus.CREATING: _("We are confirming your payment with the bank."),
+    }
+    result = {
+        PaymentStatus.CREATING: "unknown",
+        PaymentStatus.UNKNOWN: "unknown",
+        PaymentStatus.CANCELLED: "failed",
+        PaymentStatus.REFUNDED: "approved",
+    }.get(payment.status, payment.status)
+    return PaymentOutcome(
+        result,
+        order.status,
+        str(messages.get(payment.status, "")),
+        payment.provider_id or "",
+        payment.three_ds_url,
+    )
+
+
+def _customer(order: Order) -> dict[str, Any]:
+    """The order's customer as the provider takes it."""
+    address = ("street", "number", "colony", "city", "state", "postal_code", "country")
+    return {
+        "first_name": order.first_name,
+        "last_name": order.last_name,
+        "email": order.email,
+        "phone": order.phone,
+        "address": {field: getattr(order, field) for field in address},
+    }
+
+
+@sensitive_variables("card_token", "prevention_data")
+def order_pay(
+    *,
+    order: Order,
+    card_token: str,
+    attempt_id: str,
+    prevention_data: dict[str, str],
+    return_url: str,
+) -> PaymentOutcome:
+    """Create the payment of one attempt (the same attempt never pays twice)."""
+    attempt_key = f"{order.reference}-{attempt_id}"
+    earlier = Payment.objects.filter(idempotency_key=attempt_key).first()
+    if earlier is not None:  # a retry of this very attempt (e.g. its answer was lost): replay
+        return outcome_of(order, earlier)
+    if not order.is_payable:
+        raise CheckoutError(_("This order is already paid or closed."))
+    try:
+        payment = payments.payment_create(
+            external_reference=order.reference,
+            attempt_key=attempt_key,
+            amount=order.total,
+            currency=order.currency,
+            description=_("Order %(reference)s at %(shop)s")
+            % {"reference": order.reference, "shop": settings.SHOP_NAME},
+            card_token=card_token,
+            capture_method=settings.PAYMENTS_CAPTURE_METHOD,
+            customer=_customer(order),
+            prevention_data=prevention_data,
+            return_url=return_url,
+        )
+    except PaymentError as exc:
+        # An attempt whose answer never came (this one, or the earlier one blocking it) is
+        # still being confirmed: the page keeps checking. Anything else failed outright.
+        unknown = isinstance(exc, PaymentOutcomeUnknown | PaymentAttemptBlocked)
+        synced = order_sync_status(reference=order.reference) or order
+        return PaymentOutcome("unknown" if unknown else "failed", synced.status, exc.message)
+    order_sync_status(reference=order.reference)
+    return outcome_of(order, payment)
+
+
+def order_check_payment(
+    *, order: Order, payment_id: str = "", refresh: bool = True
+) -> PaymentOutcome:
+    """The latest attempt (or the given one), refreshed from the provider if still pending (and
+    `refresh`): a 3-D Secure message from the browser is a hint, the provider's answer is the
+    proof. Without `refresh`, what the shop holds (which notifications keep up to date)."""
+    attempts = order_payments(order)
+    payment = next((p for p in attempts if payment_id and p.provider_id == payment_id), None)
+    if payment is None and not payment_id:
+        payment = attempts[-1] if attempts else None
+    if refresh and payment is not None and payment.status == PaymentStatus.PENDING:
+        try:
+            payment = payments.payment_refresh(payment=payment)
+        except PaymentError as exc:
+            logger.info("refresh of %s failed: %s", payment.pk, exc)
+        order_sync_status(reference=order.reference)
+    return outcome_of(order, payment)
