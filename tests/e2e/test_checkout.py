@@ -150,19 +150,24 @@ def test_a_double_click_on_pay_charges_once(page: Any, shop: Shop) -> None:
     assert [p.status for p in shopper.payments()] == [PaymentStatus.APPROVED]
 
 
-def test_a_forged_challenge_message_moves_nothing(
-    e2e_browser: Any, shop: Shop, foreign_site: StaticSite
-) -> None:
-    """Given an open challenge, when other origins post its payment id, nothing moves. (The
-    shop's CSP would refuse to frame the third origin at all; it is bypassed here to prove that
-    the page's own origin check holds even if a frame got in.)"""
+def challenge_open_without_csp(e2e_browser: Any, shop: Shop) -> tuple[Any, Shopper, str]:
+    """A shopper's page (its CSP bypassed) with a 3-D Secure challenge open; its payment id."""
     page = open_page(e2e_browser, bypass_csp=True)
     shopper = Shopper(page, shop)
     shopper.reach_payment_page()
     shopper.type_card(THREE_DS)
     shopper.pay()
     shopper.wait_for_challenge()
-    payment_id = shopper.pending_payment_id()
+    return page, shopper, shopper.pending_payment_id()
+
+
+def test_a_forged_challenge_message_moves_nothing(
+    e2e_browser: Any, shop: Shop, foreign_site: StaticSite
+) -> None:
+    """Given an open challenge, when other origins post its payment id, nothing moves. (The
+    shop's CSP would refuse to frame the third origin at all; it is bypassed here to prove that
+    the page's own origin check holds even if a frame got in.)"""
+    page, shopper, payment_id = challenge_open_without_csp(e2e_browser, shop)
     page.evaluate(
         """() => {
           window.__forged = [];
@@ -207,13 +212,7 @@ def test_a_challenge_frame_taken_to_another_origin_is_not_believed(
     the shop's page: the message comes from the right window but the wrong origin, and the
     page ignores it. (The CSP would refuse that navigation; it is bypassed here to prove the
     page's origin check on its own.)"""
-    page = open_page(e2e_browser, bypass_csp=True)
-    shopper = Shopper(page, shop)
-    shopper.reach_payment_page()
-    shopper.type_card(THREE_DS)
-    shopper.pay()
-    shopper.wait_for_challenge()
-    payment_id = shopper.pending_payment_id()
+    page, shopper, payment_id = challenge_open_without_csp(e2e_browser, shop)
     page.evaluate(
         """() => {
           window.__posted = [];
