@@ -262,9 +262,7 @@ def payment_create(
     stored before the provider is called, so the same attempt never makes a second payment;
     an answer that never came leaves it `unknown` and blocks new attempts for the order.
     `webhook_url` None: the webhooks app's receiver (PAYMENTS_WEBHOOK_URL_FUNCTION)."""
-    check_amount(amount, maximum=Decimal("9999999999.99"), what="payment")
-    if capture_method not in CaptureMethod.values:
-        raise PaymentNotAllowed("Unknown capture method.")
+    _check_attempt(amount, capture_method)
     attempt = Payment(external_reference=external_reference, idempotency_key=attempt_key)
     attempt.capture_method, attempt.amount, attempt.currency = capture_method, amount, currency
     attempt.description, attempt.customer_email = description[:255], customer.get("email", "")
@@ -290,6 +288,12 @@ def payment_create(
     except ProviderApiError as exc:
         raise _create_failed(payment, exc, body) from exc
     return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
+
+
+def _check_attempt(amount: Decimal, capture_method: str) -> None:
+    check_amount(amount, maximum=Decimal("9999999999.99"), what="payment")
+    if capture_method not in CaptureMethod.values:
+        raise PaymentNotAllowed("Unknown capture method.")
 
 
 def _attempt_open(attempt: Payment) -> tuple[Payment, bool]:

@@ -25,7 +25,14 @@ from sandbox.provider.errors import (
     payment_not_found,
     transition_not_allowed,
 )
-from sandbox.provider.models import CaptureMethod, Payment, PaymentStatus, Refund, Scenario
+from sandbox.provider.models import (
+    CaptureMethod,
+    CardToken,
+    Payment,
+    PaymentStatus,
+    Refund,
+    Scenario,
+)
 from sandbox.provider.representations import card_json
 from sandbox.provider.tokens import card_token_claim, method_not_active
 from sandbox.provider.webhooks import webhook_enqueue
@@ -121,40 +128,48 @@ def _expire_if_due(payment: Payment, now: datetime) -> bool:
     return True
 
 
+def _refuse_unpayable(token: CardToken, data: dict[str, Any]) -> None:
+    """Raise the provider's refusal of a payment this token cannot make (or its failure)."""
+    method = token.method
+    if method.status != "active":
+        raise method_not_active(method.id)
+    country = data.get("country", "MX")
+    if data["currency"] != CURRENCIES.get(country):
+        raise ApiError(
+            400,
+            CURRENCY_NOT_SUPPORTED,
+            "Currency not supported",
+            [f"payments in {country} are in {CURRENCIES.get(country, 'no currency')}"],
+        )
+    amount: Decimal = data["amount"]
+    bounds = accepted_amount(method.validations)
+    if bounds and not bounds[0] <= amount <= bounds[1]:
+        raise ApiError(
+            400,
+            AMOUNT_NOT_ACCEPTED,
+            "Amount not accepted",
+            [f"{method.name} accepts amounts from {bounds[0]} to {bounds[1]}"],
+        )
+    installments = data.get("installments", 1)
+    if installments > 1 and not token.installments_eligible:
+        raise ApiError(
+            400,
+            INSTALLMENTS_NOT_AVAILABLE,
+            "Installments not available",
+            ["this card has no interest-free installments"],
+        )
+    if token.scenario == Scenario.PROVIDER_ERROR:
+        raise ApiError(500, INTERNAL_ERROR, "Internal error.", [])
+
+
 def payment_create(*, data: dict[str, Any]) -> Payment:
     """POST /payments: one card token pays once; the test card decides the outcome."""
     with transaction.atomic():
         token = card_token_claim(token_id=data["payment_method"]["token"])
-        method = token.method
-        if method.status != "active":
-            raise method_not_active(method.id)
-        country = data.get("country", "MX")
-        if data["currency"] != CURRENCIES.get(country):
-            raise ApiError(
-                400,
-                CURRENCY_NOT_SUPPORTED,
-                "Currency not supported",
-                [f"payments in {country} are in {CURRENCIES.get(country, 'no currency')}"],
-            )
+        _refuse_unpayable(token, data)
+        method, country = token.method, data.get("country", "MX")
         amount: Decimal = data["amount"]
-        bounds = accepted_amount(method.validations)
-        if bounds and not bounds[0] <= amount <= bounds[1]:
-            raise ApiError(
-                400,
-                AMOUNT_NOT_ACCEPTED,
-                "Amount not accepted",
-                [f"{method.name} accepts amounts from {bounds[0]} to {bounds[1]}"],
-            )
         installments = data.get("installments", 1)
-        if installments > 1 and not token.installments_eligible:
-            raise ApiError(
-                400,
-                INSTALLMENTS_NOT_AVAILABLE,
-                "Installments not available",
-                ["this card has no interest-free installments"],
-            )
-        if token.scenario == Scenario.PROVIDER_ERROR:
-            raise ApiError(500, INTERNAL_ERROR, "Internal error.", [])
         now = clock.now()
         payment = Payment(
             capture_method=data.get("capture_method", CaptureMethod.AUTOMATIC),
