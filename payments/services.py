@@ -418,7 +418,8 @@ def payment_close_unconfirmed(*, payment: Payment, actor: Actor = None) -> Payme
         old = locked.status
         locked.status = PaymentStatus.FAILED
         locked.last_error = "closed by staff: not found at the provider"
-        locked.save(update_fields=["status", "last_error", "updated_at"])
+        locked.create_request = ""  # no longer to be sent again
+        locked.save(update_fields=["status", "last_error", "create_request", "updated_at"])
         _record(
             locked,
             PaymentEventKind.FAILED,

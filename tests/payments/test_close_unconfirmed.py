@@ -19,6 +19,7 @@ from checkout.models import Order, OrderStatus
 from payments.errors import PaymentNotAllowed
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
 from payments.reconciliation import SyncOutcome, payment_sync
+from payments.sealed import seal
 from payments.services import payment_close_unconfirmed
 from tests.checkout.conftest import make_order
 from tests.factories import ProductFactory
@@ -55,11 +56,12 @@ def test_an_old_unconfirmed_attempt_is_closed_and_unblocks_its_order(
     """Given an attempt whose outcome stayed unknown for 45 minutes, when staff close it, then
     it is failed, the ledger says who closed it and why, and the order accepts a new attempt."""
     order = _order()
-    attempt = _attempt(order, status=status)
+    attempt = _attempt(order, status=status, create_request=seal({"payment_method": {}}))
 
     closed = payment_close_unconfirmed(payment=attempt, actor=admin_user)
 
     assert closed.status == PaymentStatus.FAILED
+    assert Payment.objects.get(pk=attempt.pk).create_request == ""  # nothing left to send
     entry = PaymentEvent.objects.get(payment=attempt, kind=PaymentEventKind.FAILED)
     assert (entry.old_status, entry.new_status, entry.actor) == (status, "failed", admin_user)
     assert "Closed by staff" in entry.message
