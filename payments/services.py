@@ -286,7 +286,10 @@ def payment_create(
     try:
         remote = get_client().create_payment(body=body, idempotency_key=attempt_key)
     except ProviderApiError as exc:
-        raise _create_failed(payment, exc, body) from exc
+        error = _create_failed(payment, exc, body)
+        if error is None:  # the provider's notification named the payment meanwhile
+            return payment
+        raise error from exc
     return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
 
 
@@ -326,11 +329,16 @@ def _attempt_open(attempt: Payment) -> tuple[Payment, bool]:
     return attempt, True
 
 
-def _create_failed(payment: Payment, error: ProviderApiError, body: dict[str, Any]) -> PaymentError:
-    """Record why a create did not give a payment; the error to show the shopper."""
+def _create_failed(
+    payment: Payment, error: ProviderApiError, body: dict[str, Any]
+) -> PaymentError | None:
+    """Record why a create did not give a payment; the error to show the shopper, or None if
+    the provider's INSERT notification named the payment while its answer was awaited."""
     if isinstance(error, OutcomeUnknown):
         # Sent again with its key until the provider says what happened (payments/confirmation).
-        _mark(payment, PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN, error, request=body)
+        unknown, kind = PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN
+        if not _mark(payment, unknown, kind, error, request=body):
+            return None
         return PaymentOutcomeUnknown(
             _(
                 "We could not confirm your payment with the bank yet. We are checking it; you "
@@ -355,10 +363,15 @@ def _mark(
     error: ProviderApiError,
     *,
     request: dict[str, Any] | None = None,
-) -> None:
-    """Record an attempt's failure, or its unknown outcome with the request to send again."""
+) -> bool:
+    """Record an attempt's failure, or its unknown outcome with the request to send again.
+    False (nothing recorded) if the provider has named the payment meanwhile: its status, from
+    the provider, is the answer."""
     with transaction.atomic():
         locked = Payment.objects.select_for_update().get(pk=payment.pk)
+        if locked.provider_id:
+            payment.refresh_from_db()
+            return False
         old = locked.status
         locked.status = status
         locked.last_error = str(error)[:500]
@@ -377,6 +390,7 @@ def _mark(
         if old != status:
             _notify_on_commit(locked, old, status)
     payment.refresh_from_db()
+    return True
 
 
 # --- Refresh ---------------------------------------------------------------------------------

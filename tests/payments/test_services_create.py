@@ -13,9 +13,11 @@ import pytest
 from django.forms.models import model_to_dict
 from django.utils import timezone, translation
 
+from payments.client import PaymentsClient
 from payments.confirmation import payment_confirm_create
 from payments.errors import (
     InvalidAmount,
+    OutcomeUnknown,
     PaymentAttemptBlocked,
     PaymentNotAllowed,
     PaymentOutcomeUnknown,
@@ -23,6 +25,7 @@ from payments.errors import (
 )
 from payments.messages import REFUSALS
 from payments.models import Payment, PaymentEventKind, PaymentStatus
+from payments.reconciliation import payment_sync
 from payments.sealed import unseal
 from payments.services import payment_capture, payment_create, payment_refresh
 from payments.statuses import UnknownProviderStatus, local_status
@@ -506,3 +509,26 @@ def test_local_status_refuses_unknown_provider_statuses(status: str) -> None:
     # Given an answer with a status outside the provider's set; when read; then it raises
     with pytest.raises(UnknownProviderStatus):
         local_status(remote(status, "XX-000", "whatever"))
+
+
+def test_a_payment_named_by_its_notification_while_the_answer_was_awaited_stays_as_named(
+    provider: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider makes the payment and its INSERT notification is processed (the payment
+    adopted) while the create's own answer is still awaited, then lost: the attempt keeps the
+    provider's status, not "unknown", and nothing is left to send again."""
+    original = PaymentsClient.create_payment
+
+    def answered_late(self: PaymentsClient, **kwargs: Any) -> Any:
+        made = original(self, **kwargs)
+        payment_sync(provider_id=made.id)  # the notification's task, meanwhile
+        raise OutcomeUnknown("the answer was lost", http_status=500, error_code="AI1899")
+
+    monkeypatch.setattr(PaymentsClient, "create_payment", answered_late)
+    reference = order_reference()
+
+    payment = attempt(provider, reference=reference)
+
+    assert (payment.status, payment.create_request) == (PaymentStatus.APPROVED, "")
+    assert [p["id"] for p in provider.payments()] == [payment.provider_id]
+    assert not payment.events.filter(kind=PaymentEventKind.OUTCOME_UNKNOWN).exists()
