@@ -48,15 +48,6 @@ def payment_confirm_create(*, payment: Payment) -> Payment:
     return confirmed
 
 
-def payments_unconfirmed() -> list[Payment]:
-    """Attempts whose create is to be sent again: unknown, with a request kept."""
-    return list(
-        Payment.objects.filter(status__in=IN_FLIGHT)
-        .exclude(create_request="")
-        .order_by("created_at")
-    )
-
-
 def _forget_request(payment: Payment) -> None:
     if payment.create_request:
         Payment.objects.filter(pk=payment.pk).update(create_request="")

@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from payments.client import get_client
-from payments.confirmation import payment_confirm_create, payments_unconfirmed
+from payments.confirmation import payment_confirm_create
 from payments.errors import (
     NotFound,
     PaymentError,
@@ -41,6 +41,7 @@ from payments.selectors import (
     authorizations_expired,
     authorizations_to_warn,
     payments_to_reconcile,
+    payments_unconfirmed,
     payments_unresolved,
 )
 from payments.services import IN_FLIGHT, payment_apply, payment_refresh
@@ -206,7 +207,7 @@ def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> Reco
             "%d payment attempt(s) have an unknown outcome and no provider id yet",
             report.unresolved,
         )
-    for payment in payments_unconfirmed()[:limit]:
+    for payment in payments_unconfirmed(limit=limit):
         report.checked += 1
         try:
             payment_confirm_create(payment=payment)

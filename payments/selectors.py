@@ -35,6 +35,14 @@ def payments_to_reconcile(*, now: datetime, limit: int) -> list[Payment]:
     )
 
 
+def payments_unconfirmed(*, limit: int) -> list[Payment]:
+    """Attempts whose create is to be sent again: outcome unknown, with their request kept.
+    Oldest first."""
+    in_flight = (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
+    waiting = Payment.objects.filter(status__in=in_flight).exclude(create_request="")
+    return list(waiting.order_by("created_at")[:limit])
+
+
 def payments_unresolved(*, now: datetime) -> int:
     """Attempts whose outcome is unknown and that no notification has named yet."""
     return Payment.objects.filter(
