@@ -126,6 +126,26 @@ def empty_broker(celery_app: Any) -> Iterator[None]:
 
 
 @pytest.fixture
+def run_queued(celery_app: Any, empty_broker: None) -> Any:
+    """Run here and now, as a worker would, the tasks waiting in the broker (in the order they
+    were queued, inside the test's transaction); returns their names."""
+    from tests.webhooks.support import take_queued
+
+    def run() -> list[str]:
+        ran: list[str] = []
+        for _ in range(10):  # and those the tasks queue in turn
+            queued = take_queued(celery_app)
+            if not queued:
+                break
+            for name, args in queued:
+                celery_app.tasks[name].apply(args=args)
+                ran.append(name)
+        return ran
+
+    return run
+
+
+@pytest.fixture
 def worker(empty_broker: None, celery_worker: Any) -> Iterator[Any]:
     """A real worker in this process (threads pool) on an empty queue. Its threads open their
     own database connections; they are closed after each task so the test database can go."""

@@ -7,10 +7,14 @@ import logging
 from checkout.models import Order
 from checkout.selectors import order_payments
 from payments import services as payments
-from payments.errors import PaymentError, PaymentInProgress
+from payments.errors import PaymentError, PaymentInProgress, ProviderDown
 from payments.models import Payment, PaymentStatus
 
 logger = logging.getLogger(__name__)
+
+
+class ReleasePending(Exception):
+    """A second charge of an order is still held: its release is to be tried again."""
 
 
 def charges_held(attempts: list[Payment]) -> list[Payment]:
@@ -28,11 +32,12 @@ def charges_held(attempts: list[Payment]) -> list[Payment]:
 def order_release_duplicates(*, reference: str) -> int:
     """An order is paid once. If two attempts both went through (e.g. a 3-D Secure challenge
     finished in another tab after a second card paid), the extra ones are given back: refunded
-    in full, or their authorization cancelled. Returns how many were released."""
+    in full, or their authorization cancelled. Returns how many were released; raises
+    `ReleasePending` when one could not be released yet (to be tried again)."""
     order = Order.objects.filter(reference=reference).first()
     if order is None:
         return 0
-    released = 0
+    released, pending = 0, 0
     for extra in charges_held(order_payments(order))[1:]:
         try:
             if extra.status == PaymentStatus.APPROVED:
@@ -41,9 +46,11 @@ def order_release_duplicates(*, reference: str) -> int:
                 )
             else:
                 payments.payment_cancel(payment=extra)
-        except PaymentInProgress:
-            # Another sync of the same order is releasing it right now: that one logs the outcome.
-            logger.info("order %s: duplicate payment %s is being released", reference, extra.pk)
+        except (PaymentInProgress, ProviderDown) as exc:
+            # Another action on it is running, or the provider did not answer (or confirm):
+            # the task runs again later and finds it released, or releases it then.
+            logger.info("order %s: duplicate payment %s: %s", reference, extra.pk, exc.message)
+            pending += 1
             continue
         except PaymentError as exc:
             logger.error(
@@ -52,4 +59,6 @@ def order_release_duplicates(*, reference: str) -> int:
             continue
         logger.warning("order %s: duplicate payment %s released", reference, extra.pk)
         released += 1
+    if pending:
+        raise ReleasePending(f"{pending} duplicate payment(s) of order {reference} still held")
     return released

@@ -36,13 +36,9 @@ def order_send_confirmation(*, order_id: int) -> bool:
         )
         try:
             send_mail(subject, body, None, [order.email])
-        except Exception:  # the mail server's failure must not fail the payment's path
-            logger.exception(
-                "order %s: confirmation not sent; retried at its next update", order.reference
-            )
+        except Exception:
+            # Not sent: free the claim, and let the task try again later.
             Order.objects.filter(pk=order_id).update(confirmation_sent_at=None)
-            return False
+            logger.warning("order %s: confirmation not sent; tried again later", order.reference)
+            raise
     return True
-
-
-# --- Paying ---------------------------------------------------------------------------------

@@ -10,11 +10,11 @@ from django.db.models import F
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from checkout import tasks
 from checkout.cart import Cart
 from checkout.models import Order, OrderItem, OrderStatus, Product
 from checkout.selectors import order_payments
-from checkout.services.duplicate_charges import charges_held, order_release_duplicates
-from checkout.services.mail import order_send_confirmation
+from checkout.services.duplicate_charges import charges_held
 from payments.models import Payment, PaymentStatus
 
 logger = logging.getLogger(__name__)
@@ -113,7 +113,9 @@ def order_sync_status(*, reference: str) -> Order | None:
             return None
         attempts = order_payments(order)
         if len(charges_held(attempts)) > 1:
-            transaction.on_commit(lambda: order_release_duplicates(reference=reference))
+            transaction.on_commit(
+                lambda: tasks.order_release_duplicates_task.delay(reference), robust=True
+            )
         new = derive_order_status(attempts)
         if new != order.status:
             logger.info("order %s: %s -> %s", order.reference, order.status, new)
@@ -124,7 +126,9 @@ def order_sync_status(*, reference: str) -> Order | None:
                     Product.objects.filter(pk=item.product_id).update(
                         stock=F("stock") + item.quantity
                     )
-        # Also after a mail server failure: the next update of the order tries again.
+        # Also if the task could not be queued: the next update of the order queues it again.
         if order.status in PAID_STATUSES and order.confirmation_sent_at is None:
-            transaction.on_commit(lambda: order_send_confirmation(order_id=order.pk))
+            transaction.on_commit(
+                lambda: tasks.order_send_confirmation_task.delay(order.pk), robust=True
+            )
     return order

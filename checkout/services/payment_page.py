@@ -12,7 +12,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from checkout.models import Order
 from checkout.selectors import order_payments
-from checkout.services.orders import CheckoutError, order_sync_status
+from checkout.services.orders import CheckoutError, derive_order_status
 from payments import services as payments
 from payments.errors import PaymentAttemptBlocked, PaymentError, PaymentOutcomeUnknown
 from payments.messages import decline_message
@@ -42,9 +42,10 @@ class PaymentOutcome:
 
 
 def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
-    order.refresh_from_db()
+    # What the order's payments say of it, as its sync (queued on their change) writes it.
+    order_status = derive_order_status(order_payments(order))
     if payment is None:
-        return PaymentOutcome("unknown", order.status, "")
+        return PaymentOutcome("unknown", order_status, "")
     messages = {
         PaymentStatus.APPROVED: _("Payment approved. Thank you!"),
         PaymentStatus.AUTHORIZED: _(
@@ -65,7 +66,7 @@ def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
     }.get(payment.status, payment.status)
     return PaymentOutcome(
         result,
-        order.status,
+        order_status,
         str(messages.get(payment.status, "")),
         payment.provider_id or "",
         payment.three_ds_url,
@@ -117,10 +118,10 @@ def order_pay(
     except PaymentError as exc:
         # An attempt whose answer never came (this one, or the earlier one blocking it) is
         # still being confirmed: the page keeps checking. Anything else failed outright.
+        # (The order has followed its payment already: payments' signal, on commit.)
         unknown = isinstance(exc, PaymentOutcomeUnknown | PaymentAttemptBlocked)
-        synced = order_sync_status(reference=order.reference) or order
-        return PaymentOutcome("unknown" if unknown else "failed", synced.status, exc.message)
-    order_sync_status(reference=order.reference)
+        order_status = derive_order_status(order_payments(order))
+        return PaymentOutcome("unknown" if unknown else "failed", order_status, exc.message)
     return outcome_of(order, payment)
 
 
@@ -139,5 +140,4 @@ def order_check_payment(
             payment = payments.payment_refresh(payment=payment)
         except PaymentError as exc:
             logger.info("refresh of %s failed: %s", payment.pk, exc)
-        order_sync_status(reference=order.reference)
     return outcome_of(order, payment)

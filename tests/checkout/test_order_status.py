@@ -261,9 +261,10 @@ def test_signal_for_a_payment_of_no_order_is_harmless(order: Order) -> None:
 
 
 def test_confirmation_sent_once_when_paid(
-    order: Order, django_capture_on_commit_callbacks: Any
+    order: Order, django_capture_on_commit_callbacks: Any, run_queued: Any
 ) -> None:
-    """Paying the order emails the customer once, even if the order is synced again."""
+    """Paying the order emails the customer once (by a task queued on commit), even if the
+    order is synced again."""
     make_payment(order, "approved", captured_amount=order.total)
     with django_capture_on_commit_callbacks(execute=True):
         sync(order)
@@ -273,6 +274,8 @@ def test_confirmation_sent_once_when_paid(
         payment_status_changed.send(
             sender=Payment, payment=payment, old_status="creating", new_status="approved"
         )
+    assert mail.outbox == []
+    assert set(run_queued()) == {"checkout.tasks.order_send_confirmation_task"}
     assert len(mail.outbox) == 1
     message = mail.outbox[0]
     assert message.to == [order.email]
@@ -283,16 +286,18 @@ def test_confirmation_sent_once_when_paid(
 
 
 def test_confirmation_sent_once_when_authorized_then_captured(
-    order: Order, django_capture_on_commit_callbacks: Any
+    order: Order, django_capture_on_commit_callbacks: Any, run_queued: Any
 ) -> None:
     """An authorized order is confirmed; its capture later (paid) sends no second email."""
     payment = make_payment(order, "authorized")
     with django_capture_on_commit_callbacks(execute=True):
         assert sync(order).status == OrderStatus.AUTHORIZED
+    run_queued()
     assert len(mail.outbox) == 1
     Payment.objects.filter(pk=payment.pk).update(status="approved", captured_amount=order.total)
     with django_capture_on_commit_callbacks(execute=True):
         assert sync(order).status == OrderStatus.PAID
+    assert run_queued() == []
     assert len(mail.outbox) == 1
 
 
@@ -312,15 +317,16 @@ def test_no_confirmation_for_unpaid_orders(
 
 
 def test_confirmation_is_sent_after_commit(
-    order: Order, django_capture_on_commit_callbacks
+    order: Order, django_capture_on_commit_callbacks: Any, run_queued: Any
 ) -> None:
-    """The email waits for the transaction that paid the order to commit."""
+    """The email's task is queued only once the transaction that paid the order commits."""
     make_payment(order, "approved", captured_amount=order.total)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         sync(order)
-    assert mail.outbox == []
+    assert run_queued() == []
     assert len(callbacks) == 1
     callbacks[0]()
+    assert run_queued() == ["checkout.tasks.order_send_confirmation_task"]
     assert len(mail.outbox) == 1
 
 

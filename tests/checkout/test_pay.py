@@ -110,11 +110,18 @@ def assert_error(response: Any, code: int) -> dict[str, Any]:
 
 
 def test_approved_card_pays_the_order(
-    shop: Api, browser: Client, order: Order, django_capture_on_commit_callbacks: Any
+    shop: Api,
+    browser: Client,
+    order: Order,
+    django_capture_on_commit_callbacks: Any,
+    run_queued: Any,
 ) -> None:
-    """An approved card: result approved, a redirect to the order page, the order paid, emailed."""
+    """An approved card: result approved, a redirect to the order page, the order paid, and
+    its confirmation mailed by a task of its own."""
     with django_capture_on_commit_callbacks(execute=True):
         response = attempt(browser, order, token(shop))
+    assert mail.outbox == []  # not inside the shopper's request
+    assert run_queued() == ["checkout.tasks.order_send_confirmation_task"]
     assert response.status_code == 200
     body = response.json()
     assert body["result"] == "approved"
@@ -183,11 +190,13 @@ def test_manual_capture_holds_the_amount(
     order: Order,
     settings: Any,
     django_capture_on_commit_callbacks: Any,
+    run_queued: Any,
 ) -> None:
     """With manual capture the card is authorized and the order is authorized (and emailed)."""
     settings.PAYMENTS_CAPTURE_METHOD = "manual"
     with django_capture_on_commit_callbacks(execute=True):
         body = attempt(browser, order, token(shop, MASTER)).json()
+    run_queued()
     assert body["result"] == "authorized"
     assert body["order_status"] == OrderStatus.AUTHORIZED
     assert body["redirect"] == order_url(order)
@@ -200,7 +209,11 @@ def test_manual_capture_holds_the_amount(
 
 
 def test_three_ds_card_then_challenge_passed(
-    shop: Api, browser: Client, order: Order, django_capture_on_commit_callbacks: Any
+    shop: Api,
+    browser: Client,
+    order: Order,
+    django_capture_on_commit_callbacks: Any,
+    run_queued: Any,
 ) -> None:
     """A 3-D Secure card is pending with a challenge; once passed, the status check says paid."""
     with django_capture_on_commit_callbacks(execute=True):
@@ -228,24 +241,33 @@ def test_three_ds_card_then_challenge_passed(
     assert result["redirect"] == order_url(order)
     assert result["payment_id"] == body["payment_id"]
     assert status(order) == OrderStatus.PAID
+    run_queued()
     assert len(mail.outbox) == 1
 
 
-def test_three_ds_challenge_failed_then_retry(shop: Api, browser: Client, order: Order) -> None:
+def test_three_ds_challenge_failed_then_retry(
+    shop: Api, browser: Client, order: Order, django_capture_on_commit_callbacks: Any
+) -> None:
     """A failed challenge leaves the order payable (payment_failed); a new card then pays it."""
     body = attempt(browser, order, token(shop, THREE_DS)).json()
     requests.post(body["three_ds_url"], data={"action": "submit", "code": "000000"}, timeout=10)
-    result = status_of(browser, order, body["payment_id"]).json()
+    with django_capture_on_commit_callbacks(execute=True):
+        result = status_of(browser, order, body["payment_id"]).json()
     assert result["result"] == "rejected"
     assert result["redirect"] == ""
     assert result["message"]
     assert status(order) == OrderStatus.PAYMENT_FAILED
-    assert attempt(browser, order, token(shop)).json()["result"] == "approved"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert attempt(browser, order, token(shop)).json()["result"] == "approved"
     assert status(order) == OrderStatus.PAID
 
 
 def test_declined_card_then_a_new_attempt_pays(
-    shop: Api, browser: Client, order: Order, django_capture_on_commit_callbacks: Any
+    shop: Api,
+    browser: Client,
+    order: Order,
+    django_capture_on_commit_callbacks: Any,
+    run_queued: Any,
 ) -> None:
     """A declined card: rejected with a message, order payment_failed; a new attempt succeeds."""
     with django_capture_on_commit_callbacks(execute=True):
@@ -268,6 +290,7 @@ def test_declined_card_then_a_new_attempt_pays(
     assert status(order) == OrderStatus.PAID
     assert len(shop.payments()) == 2
     assert Payment.objects.filter(external_reference=order.reference).count() == 2
+    run_queued()
     assert len(mail.outbox) == 1
 
 
@@ -312,9 +335,12 @@ def test_same_declined_attempt_twice(shop: Api, browser: Client, order: Order) -
     assert len(shop.payments()) == 1
 
 
-def test_paid_order_refuses_a_new_attempt(shop: Api, browser: Client, order: Order) -> None:
+def test_paid_order_refuses_a_new_attempt(
+    shop: Api, browser: Client, order: Order, django_capture_on_commit_callbacks: Any
+) -> None:
     """Once paid, a new attempt is a 409 and makes no second payment."""
-    assert attempt(browser, order, token(shop)).json()["result"] == "approved"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert attempt(browser, order, token(shop)).json()["result"] == "approved"
     response = attempt(browser, order, token(shop))
     assert_error(response, 409)
     assert len(shop.payments()) == 1

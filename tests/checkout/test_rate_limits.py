@@ -18,7 +18,7 @@ from typing import Any
 import django_ratelimit.core
 import pytest
 import requests
-from django.test import Client
+from django.test import Client, TestCase
 from django.urls import reverse
 
 from checkout.models import Order, OrderStatus, Product
@@ -117,12 +117,14 @@ def attempt(client: Client, card_token: str = "tok_not_checked", **headers: Any)
         "session_id": "sess_rate_limits",
         "user_agent": "pytest",
     }
-    return client.post(
-        reverse("checkout:pay_attempt", args=[order_of(client).reference]),
-        data=json.dumps(body),
-        content_type="application/json",
-        **headers,
-    )
+    # As in production, where each commit runs its on-commit work at once (the order follows)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return client.post(
+            reverse("checkout:pay_attempt", args=[order_of(client).reference]),
+            data=json.dumps(body),
+            content_type="application/json",
+            **headers,
+        )
 
 
 def junk_attempt(client: Client, **headers: Any) -> Any:
@@ -403,7 +405,8 @@ def test_without_a_proxy_a_forged_header_does_not_escape_the_limit(
 
 def status_check(client: Client, payment_id: str) -> Any:
     url = reverse("checkout:payment_status", args=[order_of(client).reference])
-    return client.get(url, {"payment_id": payment_id})
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return client.get(url, {"payment_id": payment_id})
 
 
 def test_status_checks_past_the_session_rate_are_answered_without_the_provider(

@@ -1,0 +1,37 @@
+"""checkout's side effects, each a task of its own queued once the order's change is committed,
+with its own retries: never an HTTP or SMTP call inside another app's request or task."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from checkout.services.duplicate_charges import ReleasePending, order_release_duplicates
+from checkout.services.mail import order_send_confirmation
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(ReleasePending,),
+    retry_backoff=5,
+    retry_backoff_max=600,
+    retry_jitter=True,
+    max_retries=50,
+)
+def order_release_duplicates_task(reference: str) -> int:
+    """Give back an order's second charge (refund it, or cancel its authorization)."""
+    return order_release_duplicates(reference=reference)
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(Exception,),
+    retry_backoff=30,
+    retry_backoff_max=1800,
+    retry_jitter=True,
+    max_retries=20,
+)
+def order_send_confirmation_task(order_id: int) -> bool:
+    """Mail the order's confirmation once; a mail server's failure is tried again later."""
+    return order_send_confirmation(order_id=order_id)
