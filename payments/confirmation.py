@@ -13,9 +13,9 @@ import logging
 
 from payments.client import get_client
 from payments.errors import InvalidRequest, PaymentOutcomeUnknown, ProviderApiError
-from payments.models import Payment, PaymentEventKind, PaymentStatus
+from payments.models import IN_FLIGHT, Payment, PaymentEventKind, PaymentStatus
 from payments.sealed import unseal
-from payments.services import IN_FLIGHT, _apply_in_transaction, _mark
+from payments.services import _apply_in_transaction, _mark
 
 logger = logging.getLogger(__name__)
 

@@ -34,6 +34,8 @@ class PaymentStatus(models.TextChoices):
     REFUNDED = "refunded", "Refunded"
 
 
+# An attempt whose create has no answer yet: it may or may not exist at the provider.
+IN_FLIGHT = (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
 # Detail codes of a cancelled authorization: by the merchant, or expired (nothing charged).
 CANCELLED_UNCHARGED = frozenset({"CA-MER01", "CA-EXP01"})
 FINAL_STATUSES = frozenset(
@@ -189,9 +191,7 @@ class Payment(models.Model):
 
     def can_close(self) -> bool:
         """An attempt whose outcome is unknown and that no notification has named."""
-        return (
-            self.status in (PaymentStatus.CREATING, PaymentStatus.UNKNOWN) and not self.provider_id
-        )
+        return self.status in IN_FLIGHT and not self.provider_id
 
     def days_to_expiry(self, now: timezone.datetime | None = None) -> int | None:
         if self.status != PaymentStatus.AUTHORIZED or self.authorization_expires_at is None:

@@ -32,6 +32,7 @@ from payments.errors import (
 from payments.messages import provider_errors
 from payments.models import (
     EXPIRY_WARNING_DAYS,
+    IN_FLIGHT,
     CaptureMethod,
     Payment,
     PaymentEvent,
@@ -44,7 +45,7 @@ from payments.selectors import (
     payments_unconfirmed,
     payments_unresolved,
 )
-from payments.services import IN_FLIGHT, payment_apply, payment_refresh
+from payments.services import payment_apply, payment_refresh
 from payments.types import ProviderPayment
 
 logger = logging.getLogger(__name__)

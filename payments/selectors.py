@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import F, Q
 
-from payments.models import EXPIRY_WARNING_DAYS, Payment, PaymentStatus
+from payments.models import EXPIRY_WARNING_DAYS, IN_FLIGHT, Payment, PaymentStatus
 
 PENDING_RECONCILE_AFTER = timedelta(minutes=10)
 RESYNC_EVERY = timedelta(hours=6)
@@ -38,15 +38,14 @@ def payments_to_reconcile(*, now: datetime, limit: int) -> list[Payment]:
 def payments_unconfirmed(*, limit: int) -> list[Payment]:
     """Attempts whose create is to be sent again: outcome unknown, with their request kept.
     Oldest first."""
-    in_flight = (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
-    waiting = Payment.objects.filter(status__in=in_flight).exclude(create_request="")
+    waiting = Payment.objects.filter(status__in=IN_FLIGHT).exclude(create_request="")
     return list(waiting.order_by("created_at")[:limit])
 
 
 def payments_unresolved(*, now: datetime) -> int:
     """Attempts whose outcome is unknown and that no notification has named yet."""
     return Payment.objects.filter(
-        status__in=(PaymentStatus.UNKNOWN, PaymentStatus.CREATING),
+        status__in=IN_FLIGHT,
         provider_id__isnull=True,
         created_at__lt=now - PENDING_RECONCILE_AFTER,
     ).count()

@@ -41,6 +41,7 @@ from payments.errors import (
 from payments.messages import provider_errors, refusal_message
 from payments.models import (
     AUTHORIZATION_VALIDITY,
+    IN_FLIGHT,
     REACHABLE,
     CaptureMethod,
     Payment,
@@ -61,7 +62,6 @@ logger = logging.getLogger(__name__)
 Actor = AbstractBaseUser | AnonymousUser | None
 T = TypeVar("T")
 INTENT_TIMEOUT = timedelta(minutes=5)
-IN_FLIGHT = (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
 CONFIRM_TASK = "payments.tasks.payment_confirm_create_task"
 FIRST_CONFIRMATION_AFTER = 5  # seconds: the provider may only have been slow
 

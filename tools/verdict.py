@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from checkout.models import Order, OrderStatus
-from payments.models import Payment, PaymentStatus
+from payments.models import IN_FLIGHT, Payment
 from payments.statuses import local_status
 from payments.types import ProviderPayment
 from webhooks.models import WebhookEvent, WebhookState
@@ -65,8 +65,7 @@ def verdict(remote_payments: list[dict[str, Any]]) -> Verdict:
     for state in (WebhookState.RECEIVED, WebhookState.PROCESSING, WebhookState.FAILED):
         if count := WebhookEvent.objects.filter(state=state).count():
             found.unsettled_events[state] = count
-    in_flight = (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
-    found.unresolved = [str(p) for p in Payment.objects.filter(status__in=in_flight)]
+    found.unresolved = [str(p) for p in Payment.objects.filter(status__in=IN_FLIGHT)]
     by_order: dict[str, list[dict[str, Any]]] = {}
     for payment in remote.values():
         by_order.setdefault(payment.get("external_reference") or "", []).append(payment)

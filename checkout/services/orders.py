@@ -15,7 +15,7 @@ from checkout.cart import Cart
 from checkout.models import Order, OrderItem, OrderStatus, Product
 from checkout.selectors import order_payments
 from checkout.services.duplicate_charges import charges_held
-from payments.models import Payment, PaymentStatus
+from payments.models import IN_FLIGHT, Payment, PaymentStatus
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def derive_order_status(payments_of_order: list[Payment]) -> str:
     if not payments_of_order:
         return OrderStatus.AWAITING_PAYMENT
     latest = payments_of_order[-1]
-    if latest.status in (PaymentStatus.CREATING, PaymentStatus.UNKNOWN):
+    if latest.status in IN_FLIGHT:
         return OrderStatus.AWAITING_PAYMENT
     if latest.status == PaymentStatus.PENDING:
         return OrderStatus.AWAITING_AUTHENTICATION
