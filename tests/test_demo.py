@@ -12,6 +12,7 @@ import pytest
 import requests
 
 from tests.support import ROOT, free_port
+from tools.soak import demo_processes
 
 pytestmark = pytest.mark.skipif(
     not (ROOT / ".venv" / "bin" / "honcho").exists(), reason="make install has not run"
@@ -39,22 +40,9 @@ def _stop_group(process: subprocess.Popen[bytes], sig: int = signal.SIGINT) -> N
 
 
 def _demo_pids(var_dir: Path, command_part: str) -> list[int]:
-    """The processes of the demo started with `var_dir` whose command line has `command_part`
-    (found by their environment, as they run in sessions of their own)."""
-    wanted = f"SHOP_VAR_DIR={var_dir / 'shop'}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            continue
-        wrapper = b"keep-running" in command
-        if wanted in environ and command_part.encode() in command and not wrapper:
-            found.append(int(entry.name))
-    return found
+    """The processes of the demo started with `var_dir` whose command line has `command_part`."""
+    found = demo_processes(str(var_dir / "shop"))
+    return [pid for pid, command in found.items() if command_part.encode() in command]
 
 
 def _wait_for(url: str, deadline: float, **kwargs: object) -> requests.Response:

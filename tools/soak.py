@@ -57,6 +57,21 @@ class Tally:
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
 
 
+def demo_processes(shop_var_dir: str) -> dict[int, bytes]:
+    """The processes of a demo started with this SHOP_VAR_DIR, by pid, with their command line;
+    found by their environment (they run in sessions of their own), not counting the wrapper
+    that starts each again (bin/keep-running)."""
+    wanted = f"SHOP_VAR_DIR={shop_var_dir}".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+    return {pid: command for pid, command in found.items() if b"keep-running" not in command}
+
+
 class Demo:
     def __init__(self, folder: Path, shop_port: int, sandbox_port: int) -> None:
         self.folder, self.log = folder, folder / "demo.log"
@@ -87,17 +102,8 @@ class Demo:
         raise SystemExit(f"the demo did not start; see {self.log}")
 
     def alive(self) -> dict[str, bool]:
-        """Each process of the demo, found by its environment (they run in sessions of their
-        own), not counting the wrapper that starts it again."""
-        wanted = f"SHOP_VAR_DIR={self.env['SHOP_VAR_DIR']}".encode()
-        commands = []
-        for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
-                    commands.append((entry / "cmdline").read_bytes().replace(b"\0", b" "))
-            except OSError:
-                continue
-        commands = [c for c in commands if b"keep-running" not in c]
+        """Whether each process of the demo is running."""
+        commands = demo_processes(self.env["SHOP_VAR_DIR"]).values()
         return {name: any(part in c for c in commands) for name, part in PROCESSES.items()}
 
     def restarts(self) -> int:
