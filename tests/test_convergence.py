@@ -11,10 +11,8 @@ charged twice.
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import re
 import subprocess
 import sys
 import time
@@ -31,7 +29,6 @@ import requests
 from django.db import connection
 
 from checkout.models import Order, OrderStatus
-from tests.checkout.conftest import CUSTOMER
 from tests.factories import ProductFactory
 from tests.support import (
     DECLINED,
@@ -46,6 +43,7 @@ from tests.support import (
     wait_until,
 )
 from tests.webhooks.support import TcpProxy, WorkerProcess
+from tools import soak
 from tools.verdict import verdict
 from webhooks.models import WebhookEvent, WebhookState
 
@@ -178,53 +176,15 @@ def processes(provider: Api, tmp_path: Path) -> Iterator[Processes]:
         shop.stop()
 
 
-class Shopper:
-    """A shopper's browser, as plain HTTP: pages, the order form, the JSON pay attempt."""
+class Shopper(soak.Shopper):
+    """A shopper's browser on the shop, paying with the sandbox's test cards."""
 
     def __init__(self, shop: Processes, provider: Api) -> None:
-        self.shop, self.provider = shop, provider
-        self.http = requests.Session()
-
-    def csrf(self) -> str:
-        return self.http.cookies.get("csrftoken", "")
-
-    def place_order(self, slug: str) -> str:
-        url = self.shop.url
-        assert self.http.get(f"{url}/productos/{slug}/", timeout=30).status_code == 200
-        added = self.http.post(
-            f"{url}/carrito/agregar/{slug}/",
-            {"quantity": 1, "csrfmiddlewaretoken": self.csrf()},
-            allow_redirects=False,
-            timeout=30,
-        )
-        assert added.status_code == 302, added.text
-        assert self.http.get(f"{url}/checkout/", timeout=30).status_code == 200
-        placed = self.http.post(
-            f"{url}/checkout/",
-            {**CUSTOMER, "csrfmiddlewaretoken": self.csrf()},
-            allow_redirects=False,
-            timeout=30,
-        )
-        assert placed.status_code == 302, placed.text
-        reference = re.search(r"/pedidos/([^/]+)/", placed.headers["Location"])
-        assert reference is not None
-        return reference.group(1)
+        super().__init__(shop.url)
+        self.provider = provider
 
     def pay(self, reference: str, number: str) -> dict[str, Any]:
-        token = self.provider.card_token(number, cvv="123")["id"]
-        answer = self.http.post(
-            f"{self.shop.url}/pedidos/{reference}/pagos/",
-            data=json.dumps(
-                {
-                    "card_token": token,
-                    "attempt_id": uuid.uuid4().hex,
-                    "session_id": "sess-converge",
-                    "user_agent": "pytest",
-                }
-            ),
-            headers={"Content-Type": "application/json", "X-CSRFToken": self.csrf()},
-            timeout=60,
-        )
+        answer = self.attempt(reference, self.provider.card_token(number, cvv="123")["id"])
         assert answer.status_code in (200, 409), answer.text
         return answer.json()
 

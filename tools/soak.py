@@ -118,46 +118,76 @@ class Demo:
                 os.killpg(self.process.pid, signal.SIGKILL)
 
 
+class OrderNotPlaced(Exception):
+    """The storefront did not take the order."""
+
+
 class Shopper:
-    def __init__(self, demo: Demo) -> None:
-        self.demo, self.http = demo, requests.Session()
+    """A shopper's browser as plain HTTP: the product page, the cart, the order form and the
+    JSON pay attempt, with the CSRF token the pages give it."""
+
+    def __init__(self, shop: str) -> None:
+        self.shop, self.http = shop, requests.Session()
 
     def _csrf(self) -> str:
         return self.http.cookies.get("csrftoken", "")
 
-    def buy(self, slug: str, card: str) -> str:
-        """Place an order for one item and pay it; the outcome the payment page shows."""
-        shop = self.demo.shop
-        self.http.get(f"{shop}/productos/{slug}/", timeout=30).raise_for_status()
-        added = {"quantity": 1, "csrfmiddlewaretoken": self._csrf()}
-        self.http.post(f"{shop}/carrito/agregar/{slug}/", added, timeout=30).raise_for_status()
-        self.http.get(f"{shop}/checkout/", timeout=30).raise_for_status()
+    def place_order(self, slug: str) -> str:
+        """Put one item of the product in the cart and place the order; its reference."""
+        self.http.get(f"{self.shop}/productos/{slug}/", timeout=30).raise_for_status()
+        added = self.http.post(
+            f"{self.shop}/carrito/agregar/{slug}/",
+            {"quantity": 1, "csrfmiddlewaretoken": self._csrf()},
+            allow_redirects=False,
+            timeout=30,
+        )
+        if added.status_code != 302:
+            raise OrderNotPlaced(f"not added to the cart ({added.status_code})")
+        self.http.get(f"{self.shop}/checkout/", timeout=30).raise_for_status()
         placed = self.http.post(
-            f"{shop}/checkout/", {**CUSTOMER, "csrfmiddlewaretoken": self._csrf()},
-            allow_redirects=False, timeout=30,
-        )  # fmt: skip
+            f"{self.shop}/checkout/",
+            {**CUSTOMER, "csrfmiddlewaretoken": self._csrf()},
+            allow_redirects=False,
+            timeout=30,
+        )
         found = re.search(r"/pedidos/([^/]+)/", placed.headers.get("Location", ""))
         if placed.status_code != 302 or found is None:
-            return f"order not placed ({placed.status_code})"
-        token = requests.post(
-            f"{self.demo.sandbox}/card_tokens", auth=None, timeout=30,
-            headers={"Authorization": f"Bearer {PUBLIC_KEY}"},
-            json={"card": {"number": card, "exp_month": "12", "exp_year": "2031", "cvv": "123",
-                           "holder_name": "LUCIA SOAK"}},
-        ).json()["id"]  # fmt: skip
-        answer = self.http.post(
-            f"{shop}/pedidos/{found.group(1)}/pagos/",
-            data=json.dumps({"card_token": token, "attempt_id": uuid.uuid4().hex,
-                             "session_id": "soak", "user_agent": "soak"}),
+            raise OrderNotPlaced(f"order not placed ({placed.status_code})")
+        return found.group(1)
+
+    def attempt(self, reference: str, card_token: str) -> requests.Response:
+        """One payment attempt of the order, as the payment page posts it."""
+        body = {"card_token": card_token, "attempt_id": uuid.uuid4().hex,
+                "session_id": "shopper-http", "user_agent": "shopper-http"}  # fmt: skip
+        return self.http.post(
+            f"{self.shop}/pedidos/{reference}/pagos/",
+            data=json.dumps(body),
             headers={"Content-Type": "application/json", "X-CSRFToken": self._csrf()},
             timeout=90,
-        ).json()  # fmt: skip
-        if answer.get("result") == "pending" and answer.get("three_ds_url"):
-            code = random.choice(["123456", "000000"])  # passed, or failed
-            requests.post(answer["three_ds_url"], data={"action": "submit", "code": code},
-                          timeout=30)  # fmt: skip
-        result = str(answer.get("result"))
-        return result if result != "error" else f"error: {answer.get('message')}"
+        )
+
+
+def buy(demo: Demo, slug: str, card: str) -> str:
+    """A shopper orders one item and pays it (and answers a 3-D Secure challenge, passing or
+    failing it); the outcome the payment page shows."""
+    shopper = Shopper(demo.shop)
+    try:
+        reference = shopper.place_order(slug)
+    except OrderNotPlaced as exc:
+        return str(exc)
+    token = requests.post(
+        f"{demo.sandbox}/card_tokens", auth=None, timeout=30,
+        headers={"Authorization": f"Bearer {PUBLIC_KEY}"},
+        json={"card": {"number": card, "exp_month": "12", "exp_year": "2031", "cvv": "123",
+                       "holder_name": "LUCIA SOAK"}},
+    ).json()["id"]  # fmt: skip
+    answer = shopper.attempt(reference, token).json()
+    if answer.get("result") == "pending" and answer.get("three_ds_url"):
+        code = random.choice(["123456", "000000"])  # passed, or failed
+        requests.post(answer["three_ds_url"], data={"action": "submit", "code": code},
+                      timeout=30)  # fmt: skip
+    result = str(answer.get("result"))
+    return result if result != "error" else f"error: {answer.get('message')}"
 
 
 class Staff:
@@ -190,7 +220,7 @@ def drive(demo: Demo, minutes: float, tally: Tally) -> None:
     numbers = [card for card, weight in CARDS for _ in range(weight)]
     while time.monotonic() < deadline:
         try:
-            tally.count(Shopper(demo).buy(random.choice(products), random.choice(numbers)))
+            tally.count(buy(demo, random.choice(products), random.choice(numbers)))
             tally.orders += 1
             approved = list(
                 Payment.objects.filter(
