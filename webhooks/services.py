@@ -215,16 +215,23 @@ def webhook_relay(
         processed_at__lt=now - _failed_wait(0),
     )
     with transaction.atomic():
-        candidates = (
-            WebhookEvent.objects.select_for_update(skip_locked=True)
-            .filter(left_behind | given_up)
+        locked = WebhookEvent.objects.select_for_update(skip_locked=True)
+        rows = list(
+            locked.filter(left_behind)
             .order_by("received_at", "pk")
-            .values_list("pk", "provider_payment_id", "state", "processed_at", "attempts")[:limit]
+            .values_list("pk", "provider_payment_id")[:limit]
         )
-        rows = [
+        # Given up on, the longest waiting first; each waits by its rounds of retries. (Apart
+        # from the rows above, so that failed rows still waiting never crowd them out.)
+        failed = (
+            locked.filter(given_up)
+            .order_by("processed_at", "pk")
+            .values_list("pk", "provider_payment_id", "processed_at", "attempts")
+        )
+        rows += [
             (pk, payment_id)
-            for pk, payment_id, state, processed_at, attempts in candidates
-            if state != WebhookState.FAILED or processed_at < now - _failed_wait(attempts)
+            for pk, payment_id, processed_at, attempts in failed[: limit - len(rows)]
+            if processed_at < now - _failed_wait(attempts)
         ]
         if not rows:
             return 0

@@ -797,6 +797,34 @@ def test_events_given_up_on_are_tried_again_by_the_schedule_with_backoff(
     assert queued == {e.provider_payment_id for e in events(due)}
 
 
+@pytest.mark.django_db
+def test_events_given_up_and_still_waiting_never_crowd_out_lost_ones(
+    settings: Any, celery_app: Any, django_capture_on_commit_callbacks: CaptureCallbacks
+) -> None:
+    """However many failed events are still waiting their turn (received earlier), the relay's
+    batch still takes a notification left without a task."""
+    settings.WEBHOOKS_RETRY_BACKOFF_MAX = 300
+    now = timezone.now()
+    notify(
+        str(uuid.uuid4()),
+        count=3,
+        state=WebhookState.FAILED,
+        received_at=now - timedelta(hours=2),
+        processed_at=now - timedelta(minutes=7),  # a second round: waits ten minutes
+        attempts=2 * (settings.WEBHOOKS_MAX_RETRIES + 1),
+        last_error="Gave up after retries: The payment service is not reachable.",
+    )
+    [lost] = notify(str(uuid.uuid4()), received_at=now - timedelta(hours=1))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        relayed = webhook_relay(limit=2, now=now)
+
+    assert relayed == 1
+    assert [e.relayed_at for e in events([lost])] == [now]
+    assert {e.state for e in WebhookEvent.objects.exclude(pk=lost)} == {WebhookState.FAILED}
+    take_queued(celery_app)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_relays_share_the_rows_without_relaying_any_twice() -> None:
     """Two relays started at the same instant (SKIP LOCKED) relay every row exactly once
