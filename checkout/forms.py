@@ -110,28 +110,3 @@ class CheckoutForm(forms.Form):
             if isinstance(value, str):
                 data[name] = value.strip()
         return data
-
-
-class JSONCharField(forms.CharField):
-    """Text read from a parsed JSON body: only a JSON string is text, and null is no value.
-    Django's CharField would take 12, true or {"a": 1} as the text "12", "True", "{'a': 1}"."""
-
-    default_error_messages = {"not_text": _("Enter a valid value.")}
-
-    def to_python(self, value: object) -> str:
-        if value is not None and not isinstance(value, str):
-            raise forms.ValidationError(self.error_messages["not_text"], code="not_text")
-        return super().to_python(value)
-
-
-class JSONRegexField(JSONCharField, forms.RegexField):
-    """A JSON string matching a regular expression."""
-
-
-class PaymentAttemptForm(forms.Form):
-    """The JSON body of a payment attempt: the SDK's card token and prevention data."""
-
-    card_token = JSONCharField(max_length=64)
-    attempt_id = JSONRegexField(regex=r"^[0-9a-f]{32}$", max_length=32)
-    session_id = JSONCharField(max_length=128, required=False)
-    user_agent = JSONCharField(max_length=512, required=False)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from checkout import views
+from checkout import api, views
 
 app_name = "checkout"
 
@@ -14,6 +14,10 @@ urlpatterns = [
     path("checkout/", views.checkout, name="checkout"),
     path("pedidos/<str:reference>/", views.order_detail, name="order"),
     path("pedidos/<str:reference>/pagar/", views.pay, name="pay"),
-    path("pedidos/<str:reference>/pagos/", views.pay_attempt, name="pay_attempt"),
-    path("pedidos/<str:reference>/estado-pago/", views.payment_status, name="payment_status"),
+    path("pedidos/<str:reference>/pagos/", api.PayAttemptView.as_view(), name="pay_attempt"),
+    path(
+        "pedidos/<str:reference>/estado-pago/",
+        api.PaymentStatusView.as_view(),
+        name="payment_status",
+    ),
 ]

@@ -1,24 +1,15 @@
-"""The shop's Content-Security-Policy: built from settings, with per-request nonces (django-csp),
-and the endpoint that collects the browsers' violation reports."""
+"""The shop's Content-Security-Policy: built from settings, with per-request nonces (django-csp).
+The browsers' violation reports arrive at `config.csp_reports`."""
 
 from __future__ import annotations
 
-import json
-import logging
-import re
 from urllib.parse import urlsplit
 
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from csp.middleware import CSPMiddleware, PolicyParts
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.http.response import HttpResponseBase
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
-
-logger = logging.getLogger("csp")
-
-MAX_REPORT_BYTES = 8192
 
 
 def origin_of(url: str) -> str:
@@ -83,62 +74,3 @@ class ShopCSPMiddleware(CSPMiddleware):
         if request.path_info.startswith("/admin/"):
             parts.replace = {**(parts.replace or {}), "style-src": [SELF, UNSAFE_INLINE]}
         return parts
-
-
-@csrf_exempt
-@require_POST
-def csp_report(request: HttpRequest) -> HttpResponse:
-    """Browsers POST CSP violation reports here; each is logged (the directive, the blocked
-    origin and the shop's page, nothing else a sender wrote), never stored."""
-    body = request.read(MAX_REPORT_BYTES + 1)
-    if len(body) > MAX_REPORT_BYTES:
-        return HttpResponse(status=413)
-    try:
-        report = json.loads(body)
-    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
-        return HttpResponse(status=400)
-    details = report.get("csp-report", report) if isinstance(report, dict) else report
-    if not isinstance(details, dict):
-        return HttpResponse(status=400)
-    logger.warning(
-        "CSP violation: %s blocked %s on %s",
-        _directive(details.get("effective-directive") or details.get("violated-directive")),
-        _blocked(details.get("blocked-uri") or details.get("blockedURL")),
-        _document(request, details.get("document-uri") or details.get("documentURL")),
-    )
-    return HttpResponse(status=204)
-
-
-# A report is whatever anyone POSTs: of its fields only what says what was blocked is logged,
-# reduced to a shape that cannot carry a credential, a query string or a card number.
-_DIRECTIVE = re.compile(r"[a-z][a-z-]{0,39}")
-_KEYWORD = re.compile(r"[a-z][a-z-]{0,19}")  # inline, eval, data, blob, self, ...
-_PATH = re.compile(r"/[A-Za-z0-9/_.-]{0,99}")
-
-
-def _directive(value: object) -> str:
-    text = str(value or "").strip().split(" ")[0]
-    return text if _DIRECTIVE.fullmatch(text) else "?"
-
-
-def _blocked(value: object) -> str:
-    """The blocked resource's origin (no user, path or query), or a keyword such as `inline`."""
-    text = str(value or "").strip()
-    parts = urlsplit(text)
-    try:
-        if parts.scheme in ("http", "https", "ws", "wss") and parts.hostname:
-            port = f":{parts.port}" if parts.port else ""
-            return f"{parts.scheme}://{parts.hostname[:100]}{port}"
-    except ValueError:  # a port that is no number
-        return "?"
-    keyword = text.split(":")[0].lower()
-    return keyword if _KEYWORD.fullmatch(keyword) else "?"
-
-
-def _document(request: HttpRequest, value: object) -> str:
-    """The page's path, without its query, when the page is the shop's; else `another site`."""
-    parts = urlsplit(str(value or ""))
-    if parts.netloc and parts.netloc != request.get_host():
-        return "another site"
-    path = parts.path or "/"
-    return path if _PATH.fullmatch(path) else "?"

@@ -4,8 +4,9 @@ from django.urls import include, path
 from django_ratelimit.decorators import ratelimit
 
 from config import views
+from config.api import SchemaView
+from config.csp_reports import CspReportView
 from config.ratelimits import login_rate_per_address, login_rate_per_user, login_username
-from config.security import csp_report
 
 admin.site.site_header = f"{settings.SHOP_NAME} · staff"
 admin.site.site_title = f"{settings.SHOP_NAME} staff"
@@ -22,9 +23,10 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("webhooks/", include("webhooks.urls")),
-    path("csp-report/", csp_report, name="csp_report"),
-    path("healthz", views.healthz, name="healthz"),
-    path("healthz/deps", views.healthz_deps, name="healthz_deps"),
-    path("readyz", views.readyz, name="readyz"),
+    path("csp-report/", CspReportView.as_view(), name="csp_report"),
+    path("healthz", views.HealthzView.as_view(), name="healthz"),
+    path("healthz/deps", views.DependenciesView.as_view(), name="healthz_deps"),
+    path("readyz", views.ReadyzView.as_view(), name="readyz"),
+    path("api/schema/", SchemaView.as_view(), name="schema"),
     path("", include("checkout.urls")),
 ]

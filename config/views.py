@@ -10,18 +10,16 @@ from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
 
+from config.api import JSONAPIView
 from payments.client import get_client
-
-
-@require_GET
-@never_cache
-def healthz(request: HttpRequest) -> JsonResponse:
-    """The process is up (no dependency is touched)."""
-    return JsonResponse({"status": "ok"})
 
 
 def _check(probe: object) -> dict[str, object]:
@@ -55,37 +53,93 @@ def _provider() -> None:
     get_client().list_payment_methods()  # reachable, and our credentials are accepted
 
 
-def _report(checks: dict[str, dict[str, object]], ok: str, not_ok: str) -> JsonResponse:
+CHECK = inline_serializer(
+    "Check",
+    fields={
+        "ok": serializers.BooleanField(),
+        "ms": serializers.FloatField(required=False, help_text="How long the check took."),
+        "error": serializers.CharField(
+            required=False, help_text="The class of the exception that failed the check."
+        ),
+    },
+)
+
+
+def _report_schema(name: str, statuses: list[str], checks: list[str]) -> object:
+    return inline_serializer(
+        name,
+        fields={
+            "status": serializers.ChoiceField(statuses),
+            "checks": inline_serializer(f"{name}Checks", fields=dict.fromkeys(checks, CHECK)),
+        },
+    )
+
+
+def _report(checks: dict[str, dict[str, object]], ok: str, not_ok: str) -> Response:
     healthy = all(check["ok"] for check in checks.values())
-    return JsonResponse(
+    return Response(
         {"status": ok if healthy else not_ok, "checks": checks}, status=200 if healthy else 503
     )
 
 
-@require_GET
-@never_cache
-def readyz(request: HttpRequest) -> JsonResponse:
+OPERATIONS = {"tags": ["operations"]}
+READINESS = _report_schema("Readiness", ["ready", "not ready"], ["database", "cache"])
+DEPENDENCIES = _report_schema("Dependencies", ["ok", "degraded"], ["broker", "provider"])
+
+
+@method_decorator(never_cache, name="dispatch")
+class HealthzView(JSONAPIView):
+    """The process is up (no dependency is touched)."""
+
+    @extend_schema(
+        operation_id="healthz",
+        summary="Liveness",
+        responses=inline_serializer("Liveness", fields={"status": serializers.ChoiceField(["ok"])}),
+        **OPERATIONS,
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"status": "ok"})
+
+
+@method_decorator(never_cache, name="dispatch")
+class ReadyzView(JSONAPIView):
     """Ready to take traffic: this process can serve, its database and cache (Redis) answer.
     503 with what failed otherwise (never a secret, never a stack). The broker and the provider
     are not asked: an outage of either must not take every instance out of the load balancer
     (the webhook receiver needs neither); `/healthz/deps` reports them."""
-    return _report({"database": _check(_database), "cache": _check(_cache)}, "ready", "not ready")
+
+    @extend_schema(
+        operation_id="readyz",
+        summary="Readiness: the database and the cache answer",
+        responses={200: READINESS, 503: READINESS},
+        **OPERATIONS,
+    )
+    def get(self, request: Request) -> Response:
+        checks = {"database": _check(_database), "cache": _check(_cache)}
+        return _report(checks, "ready", "not ready")
 
 
-@require_GET
-@never_cache
-def healthz_deps(request: HttpRequest) -> JsonResponse:
+@method_decorator(never_cache, name="dispatch")
+class DependenciesView(JSONAPIView):
     """The services the shop depends on beyond its own process, for monitoring and alerts:
     the Celery broker and the payment provider (reachable, and our credentials accepted).
     503 while one is down; never used for readiness."""
-    return _report({"broker": _check(_broker), "provider": _check(_provider)}, "ok", "degraded")
+
+    @extend_schema(
+        operation_id="healthz_deps",
+        summary="Dependencies: the broker and the card payments service",
+        responses={200: DEPENDENCIES, 503: DEPENDENCIES},
+        **OPERATIONS,
+    )
+    def get(self, request: Request) -> Response:
+        return _report({"broker": _check(_broker), "provider": _check(_provider)}, "ok", "degraded")
 
 
 def ratelimited(request: HttpRequest, exception: Exception) -> HttpResponse:
     """The answer to a request over its rate limit: 429 with a readable message."""
     message = _("Too many attempts. Please wait a few minutes before trying again.")
     if request.headers.get("Accept", "").startswith("application/json"):
-        return JsonResponse({"result": "error", "message": message}, status=429)
+        return JsonResponse({"error": "too_many_attempts", "message": message}, status=429)
     return render(
         request,
         "429.html",

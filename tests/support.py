@@ -359,3 +359,13 @@ def refuse_provider_calls(monkeypatch: Any) -> list[tuple[str, str]]:
 
     monkeypatch.setattr(PaymentsClient, "_call", down)
     return sent
+
+
+def shop_schema() -> dict[str, Any]:
+    """The shop's OpenAPI document as drf-spectacular generates it (and /api/schema/ serves it),
+    as plain JSON data."""
+    from drf_spectacular.generators import SchemaGenerator
+    from drf_spectacular.renderers import OpenApiJsonRenderer
+
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    return json.loads(OpenApiJsonRenderer().render(document))

@@ -1,4 +1,5 @@
-"""Fuzz tests of the shop's JSON endpoints, generated from their description (docs/openapi.yaml).
+"""Fuzz tests of the shop's JSON endpoints, generated from their OpenAPI document (as
+drf-spectacular generates it and /api/schema/ serves it).
 
 schemathesis turns the description into valid and invalid requests (path parameters, query
 parameters, headers, cookies and bodies); raw bodies the description cannot express (deep nesting,
@@ -23,7 +24,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,15 +57,14 @@ from payments.models import Payment
 from tests.checkout.conftest import add_to_cart, cart_of, html, make_order, own, place_order
 from tests.checkout.conftest import shopper as new_shopper
 from tests.factories import ProductFactory
-from tests.support import THREE_DS, Api, clear_cache, free_port
+from tests.support import THREE_DS, Api, clear_cache, free_port, shop_schema
 from webhooks.models import WebhookEvent
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
-DESCRIPTION = Path(__file__).resolve().parent.parent / "docs" / "openapi.yaml"
 # Browsers send CSP reports as JSON under their own media type.
 schemathesis.serializer.alias("application/csp-report", "application/json")
-SCHEMA = schemathesis.openapi.from_path(DESCRIPTION)
+SCHEMA = schemathesis.openapi.from_dict(shop_schema())
 PAY = SCHEMA["/pedidos/{reference}/pagos/"]["POST"]
 STATUS_GET = SCHEMA["/pedidos/{reference}/estado-pago/"]["GET"]
 STATUS_POST = SCHEMA["/pedidos/{reference}/estado-pago/"]["POST"]
@@ -86,8 +85,8 @@ BASE_URL = "http://localhost"
 CLIENT_ADDRESS = "203.0.113.7"
 TOKEN = "whk-fuzz-9d2c7b1e4a6f8053"
 WEBHOOK_LIMIT = 512  # a small WEBHOOKS_MAX_BODY_BYTES, so that oversized bodies come up too
-PAY_LIMIT = 4096  # checkout.views.MAX_JSON_BYTES
-CSP_LIMIT = 8192  # config.security.MAX_REPORT_BYTES
+PAY_LIMIT = 4096  # the JSON endpoints' body limit (config.api)
+CSP_LIMIT = 8192  # config.csp_reports.MAX_REPORT_BYTES
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 FUZZ = fuzz_settings(
@@ -306,13 +305,22 @@ def wire_body(case: Case) -> bytes | None:
     return json.dumps(case.body).encode()
 
 
+def strict_json(raw: bytes) -> Any:
+    """JSON as the shop reads it: UTF-8, and no NaN or Infinity (ValueError)."""
+
+    def refuse(name: str) -> None:
+        raise ValueError(name)
+
+    return json.loads(raw.decode("utf-8"), parse_constant=refuse)
+
+
 def json_object(raw: bytes | None, limit: int, *, empty: bytes = b"") -> dict[str, Any] | None:
     """The JSON object in `raw`, or None when it is too large, not JSON or not an object."""
     raw = raw or empty
     if len(raw) > limit:
         return None
     try:
-        data = json.loads(raw)
+        data = strict_json(raw)
     except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
@@ -360,9 +368,10 @@ def test_pay_attempt_fuzz(
     shop: Shop, buyer: Buyer, paid: Order, provider_calls: list[str], data: Any
 ) -> None:
     """Whatever is posted to the payment endpoint, the answer is documented and never a 5xx.
-    Without the CSRF token: 403; not this session's order: 404; an invalid body: 400; a valid
-    one: 409 for an order already paid, else 200 with at most one new payment and one provider
-    call. Anything but a valid attempt on a payable order changes nothing and reaches no one."""
+    Without the CSRF token: 403; not this session's order: 404; a body that is not JSON by its
+    type: 415; over 4096 bytes: 413; an invalid body: 400; a valid one: 409 for an order already
+    paid, else 200 with at most one new payment and one provider call. Anything but a valid
+    attempt on a payable order changes nothing and reaches no one."""
     credentials = data.draw(st.sampled_from(["valid"] * 8 + ["no token", "stranger"]))
     fixed: dict[str, Any] = {
         "cookies": buyer.cookies,
@@ -386,7 +395,6 @@ def test_pay_attempt_fuzz(
     headers = data.draw(NOISE_HEADERS)
     content_type = data.draw(CONTENT_TYPES)
     if content_type and raw is not None and credentials == "valid" and reference is not None:
-        # The view reads the body whatever its declared type, but Django reads forms first.
         headers["Content-Type"] = content_type
     before, calls = state(buyer), len(provider_calls)
 
@@ -397,7 +405,13 @@ def test_pay_attempt_fuzz(
         expected = 403
     elif credentials == "stranger" or not owned:
         expected = 404
-    elif headers.get("Content-Type", "").startswith("multipart/") or not valid_attempt(raw):
+    elif headers.get("Content-Type", "").startswith("multipart/"):
+        expected = 400  # Django reads a form first: nothing is left to read as JSON
+    elif headers.get("Content-Type", "application/json") != "application/json":
+        expected = 415
+    elif len(raw or b"") > PAY_LIMIT:
+        expected = 413
+    elif not valid_attempt(raw):
         expected = 400
     elif case.path_parameters["reference"] == paid.reference:
         expected = 409
@@ -408,6 +422,8 @@ def test_pay_attempt_fuzz(
     if expected != 200:
         assert after == before
         assert len(provider_calls) == calls
+        if "json" in response.headers["content-type"][0]:  # else one of Django's own pages
+            assert {"error", "message"} <= set(response.json()), response.text
         return
     # A valid attempt: at most one new payment and one provider call, nothing else changes.
     assert response.json()["result"] in ("failed", "unknown", "rejected")
@@ -563,18 +579,19 @@ def expected_csp_status(raw: bytes | None) -> int:
     if len(raw) > CSP_LIMIT:
         return 413
     try:
-        report = json.loads(raw)
+        report = strict_json(raw)
     except (ValueError, RecursionError):
         return 400
     details = report.get("csp-report", report) if isinstance(report, dict) else report
-    return 204 if isinstance(details, dict) else 400
+    return 204 if isinstance(details, dict) and details else 400
 
 
 @FUZZ
 @given(data=st.data())
 def test_csp_report_fuzz(shop: Shop, provider_calls: list[str], data: Any) -> None:
     """Whatever is posted as a CSP report, the answer is documented and never a 5xx: 204 for a
-    report object, 413 over 8 KB, 400 otherwise; nothing is stored, nobody is called."""
+    report object with members, 413 over 8 KB, 400 otherwise; nothing is stored, nobody is
+    called."""
     media_type = data.draw(st.sampled_from(["application/csp-report", "application/json"]))
     case = data.draw(
         st.one_of(
@@ -651,7 +668,8 @@ def test_deeply_nested_bodies_are_refused(
 
     answers = [shop.send(case, raw).status_code for case in (pay, webhook, report)]
 
-    assert answers == [400, 400 if len(raw) <= WEBHOOK_LIMIT else 413, 400]
+    limits = (PAY_LIMIT, WEBHOOK_LIMIT, CSP_LIMIT)
+    assert answers == [400 if len(raw) <= limit else 413 for limit in limits]
     assert state(buyer) == before
     assert provider_calls == ["GET /payment_methods?country=MX"]  # the payment page's, only
 
@@ -678,7 +696,7 @@ def test_too_many_attempts_is_the_documented_429(
     response = shop.send(case, wire_body(case))
 
     assert response.status_code == 429
-    assert response.json()["result"] == "error"
+    assert response.json()["error"] == "too_many_attempts"
     assert state(buyer) == before
     assert len(provider_calls) == calls
 

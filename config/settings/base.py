@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
+    "drf_spectacular",
     "csp",
     "django_ratelimit",
     "payments",
@@ -182,10 +183,42 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 
+# The shop's JSON endpoints (config.api): JSON only, one error shape, described by
+# drf-spectacular at /api/schema/ (`manage.py spectacular --validate --fail-on-warn`).
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.BoundedJSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "DEFAULT_METADATA_CLASS": None,
+    "EXCEPTION_HANDLER": "config.api.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "COERCE_DECIMAL_TO_STRING": True,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Tienda Tlali, JSON endpoints",
+    "DESCRIPTION": (
+        "The shop's JSON endpoints: the payment page's calls, the card payments service's "
+        "notifications, the browsers' CSP reports and the probes. Every error answers "
+        '`{"error", "message"}`, plus `fields` when a body did not validate. Messages for '
+        "people are in Spanish unless the browser chose English. An order is visible only to "
+        "the browser session that placed it (404 for any other). Unsafe methods need Django's "
+        "CSRF cookie and header, but for the receiver and the CSP reports."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            "browserSession": {"type": "apiKey", "in": "cookie", "name": "sessionid"},
+            "csrfCookie": {"type": "apiKey", "in": "cookie", "name": "csrftoken"},
+            "csrfHeader": {"type": "apiKey", "in": "header", "name": "X-CSRFToken"},
+        }
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "webhooks.openapi.add_receiver",
+        "config.openapi.document_refused_methods",
+    ],
 }
 
 # The shop and where it finds the card payments service.

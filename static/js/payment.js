@@ -42,7 +42,7 @@
   }
 
   function readJSON(response) {
-    return response.json().catch(function () { return { result: "error", message: cfg.textError }; });
+    return response.json().catch(function () { return { error: "unreadable", message: cfg.textError }; });
   }
 
   function handle(outcome) {

@@ -98,11 +98,15 @@ def status(order: Order) -> str:
     return order.status
 
 
-def assert_error(response: Any, code: int) -> dict[str, Any]:
+def assert_error(response: Any, code: int, error: str) -> dict[str, Any]:
+    """The shop's error shape: a code, a message for people, and what is wrong with each member
+    at fault when the body did not validate."""
     assert response.status_code == code, response.content
     body = response.json()
-    assert body["result"] == "error"
+    assert body["error"] == error, body
     assert isinstance(body["message"], str) and body["message"]
+    fields = {"fields"} if error == "invalid" else set()
+    assert set(body) == {"error", "message", *fields}
     return body
 
 
@@ -342,7 +346,7 @@ def test_paid_order_refuses_a_new_attempt(
     with django_capture_on_commit_callbacks(execute=True):
         assert attempt(browser, order, token(shop)).json()["result"] == "approved"
     response = attempt(browser, order, token(shop))
-    assert_error(response, 409)
+    assert_error(response, 409, "conflict")
     assert len(shop.payments()) == 1
     assert status(order) == OrderStatus.PAID
 
@@ -352,7 +356,7 @@ def test_closed_order_refuses_to_pay(shop: Api, product: Product, closed: str) -
     """An order that is paid, held or closed answers 409 and nothing is created."""
     browser = own(shopper(), make_order((product, 1), status=closed))
     order = Order.objects.get()
-    assert_error(attempt(browser, order, token(shop)), 409)
+    assert_error(attempt(browser, order, token(shop)), 409, "conflict")
     assert Payment.objects.count() == 0
     assert shop.payments() == []
 
@@ -365,10 +369,6 @@ def _over_4kb() -> str:
 
 
 BAD_BODIES = {
-    "invalid JSON": "{not json",
-    "JSON array": json.dumps([{"card_token": "tok", "attempt_id": "a" * 32}]),
-    "JSON string": json.dumps("card_token"),
-    "JSON null": "null",
     "missing card_token": json.dumps({"attempt_id": "a" * 32}),
     "empty card_token": json.dumps({"card_token": "", "attempt_id": "a" * 32}),
     "missing attempt_id": json.dumps({"card_token": "tok"}),
@@ -377,19 +377,42 @@ BAD_BODIES = {
     "attempt_id not hex": json.dumps({"card_token": "tok", "attempt_id": "g" * 32}),
     "attempt_id in capitals": json.dumps({"card_token": "tok", "attempt_id": "A" * 32}),
     "attempt_id a number": json.dumps({"card_token": "tok", "attempt_id": 12345}),
-    "body over 4 KB": _over_4kb(),
+    "card_token a number": json.dumps({"card_token": 12, "attempt_id": "a" * 32}),
+    "session_id an object": json.dumps(
+        {"card_token": "tok", "attempt_id": "a" * 32, "session_id": {"a": 1}}
+    ),
+    "invalid JSON": "{not json",
     "not UTF-8": b"\xff\xfe{}",
+    "NaN": '{"card_token": "tok", "attempt_id": NaN}',
+    "JSON array": json.dumps([{"card_token": "tok", "attempt_id": "a" * 32}]),
+    "JSON string": json.dumps("card_token"),
+    "JSON null": "null",
+    "body over 4 KB": _over_4kb(),
+}
+ERRORS = {
+    "invalid JSON": (400, "invalid_json"),
+    "not UTF-8": (400, "invalid_json"),
+    "NaN": (400, "invalid_json"),
+    "JSON array": (400, "invalid_body"),
+    "JSON string": (400, "invalid_body"),
+    "JSON null": (400, "invalid_body"),
+    "body over 4 KB": (413, "too_large"),
 }
 
 
-@pytest.mark.parametrize("raw", BAD_BODIES.values(), ids=BAD_BODIES.keys())
-def test_bad_request_is_400_and_creates_nothing(
-    shop: Api, browser: Client, order: Order, raw: str | bytes
+@pytest.mark.parametrize("name", BAD_BODIES)
+def test_bad_request_is_refused_and_creates_nothing(
+    shop: Api, browser: Client, order: Order, name: str
 ) -> None:
-    """A malformed payment request answers 400 {result: error, message} and creates nothing."""
-    response = post_raw(browser, order, raw)
-    body = assert_error(response, 400)
-    assert set(body) == {"result", "message"}
+    """A malformed payment request answers the shop's error ({error, message}, and `fields`
+    naming the members at fault when the body did not validate) and creates nothing."""
+    response = post_raw(browser, order, BAD_BODIES[name])
+
+    code, error = ERRORS.get(name, (400, "invalid"))
+    body = assert_error(response, code, error)
+    if error == "invalid":
+        assert body["message"].startswith("La solicitud de pago está incompleta: ")
+        assert set(body["fields"]) <= {"card_token", "attempt_id", "session_id"}
     assert Payment.objects.count() == 0
     assert shop.payments() == []
     assert status(order) == OrderStatus.AWAITING_PAYMENT

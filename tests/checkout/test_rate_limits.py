@@ -143,7 +143,7 @@ def assert_limited(response: Any, language: str = "es") -> None:
     """429 with the readable message in the shopper's language."""
     assert response.status_code == 429, response.content
     assert response["Content-Type"].startswith("application/json")
-    assert response.json() == {"result": "error", "message": REFUSAL[language]}
+    assert response.json() == {"error": "too_many_attempts", "message": REFUSAL[language]}
 
 
 def card(provider: Api, number: str = VISA) -> str:
@@ -497,7 +497,7 @@ def test_with_redis_down_the_payment_page_works_and_attempts_wait_with_a_readabl
     assert refused.status_code == 503, refused.content
     assert refused["Retry-After"] == "30"
     assert refused.json() == {
-        "result": "error",
+        "error": "unavailable",
         "message": "No podemos recibir tu pago en este momento. No se hizo ningún cargo; "
         "inténtalo de nuevo en un minuto.",
     }

@@ -1,0 +1,175 @@
+"""The payment page's JSON calls: one payment attempt, and where the latest attempt stands.
+Thin: parse, count, call one service, answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from checkout.limits import LimitsUnavailable, payment_attempts_exceeded, status_checks_exceeded
+from checkout.models import Order
+from checkout.ownership import own_order
+from checkout.serializers import PaymentAttemptSerializer, PaymentOutcomeSerializer
+from checkout.services import CheckoutError, PaymentOutcome, order_check_payment, order_pay
+from config.api import (
+    ERROR,
+    Conflict,
+    JSONAPIView,
+    ServiceUnavailable,
+    TooManyRequests,
+    json_object,
+)
+
+SHOPPER = [{"browserSession": [], "csrfCookie": [], "csrfHeader": []}]
+REFERENCE = OpenApiParameter(
+    "reference",
+    OpenApiTypes.STR,
+    OpenApiParameter.PATH,
+    pattern=r"^ORD-[0-9A-HJKMNP-TV-Z]{5}$",
+    description="The order's reference. Any other value, and an order of another browser "
+    "session, answers 404.",
+)
+PAYMENT_ID = OpenApiParameter(
+    "payment_id",
+    OpenApiTypes.STR,
+    OpenApiParameter.QUERY,
+    description="The provider's id of one of the order's attempts (its first 64 characters). "
+    "Absent or empty: the latest attempt.",
+)
+NOT_FOUND = OpenApiResponse(ERROR, "No such order, or not one this browser session placed.")
+# Django's own pages, answered before the view: the CSRF check, and a multipart body that it
+# cannot read while looking for the CSRF token.
+CSRF_FAILURE = {
+    (403, "text/html"): OpenApiResponse(
+        OpenApiTypes.STR, "No CSRF cookie or no matching `X-CSRFToken` header."
+    ),
+    (400, "text/html"): OpenApiResponse(OpenApiTypes.STR, "A multipart body that cannot be read."),
+}
+
+
+class TooManyAttempts(TooManyRequests):
+    default_detail = _(
+        "Too many payment attempts from this browser. Please wait a few minutes before trying "
+        "again."
+    )
+
+
+class CannotCountAttempts(ServiceUnavailable):
+    default_detail = _(
+        "We cannot take your payment at this moment. Nothing was charged; please try again in a "
+        "minute."
+    )
+
+
+def _answer(order: Order, outcome: PaymentOutcome) -> Response:
+    paid = outcome.result in ("approved", "authorized")
+    redirect = reverse("checkout:order", kwargs={"reference": order.reference}) if paid else ""
+    return Response({**outcome.as_json(), "redirect": redirect})
+
+
+class PayAttemptView(JSONAPIView):
+    invalid_message = _("The payment request is incomplete: %(fields)s.")
+
+    @classmethod
+    def as_view(cls, **initkwargs: Any) -> Callable[..., Any]:
+        return sensitive_post_parameters()(super().as_view(**initkwargs))
+
+    @extend_schema(
+        operation_id="pay_attempt",
+        summary="Pay the order with one attempt",
+        description="Creates the payment of one attempt on the server. The same `attempt_id` "
+        "never pays twice: a repeated attempt answers that attempt's outcome again without "
+        "calling the provider. Checked in this order: CSRF (403), method (405), the order "
+        "belongs to this browser session (404), attempts per session and per client address "
+        "(429; every request that gets this far counts), the body (400, 413, 415), the order "
+        "can still be paid (409). Only a valid body can reach the provider or change anything.",
+        parameters=[REFERENCE],
+        request=PaymentAttemptSerializer,
+        responses={
+            200: PaymentOutcomeSerializer,
+            (400, "application/json"): ERROR,
+            404: NOT_FOUND,
+            409: OpenApiResponse(ERROR, "The order cannot be paid any more."),
+            413: OpenApiResponse(ERROR, "The body is over 4096 bytes."),
+            415: ERROR,
+            429: OpenApiResponse(ERROR, "Too many payment attempts (session or address)."),
+            503: OpenApiResponse(ERROR, "The attempts cannot be counted; try after Retry-After."),
+            **CSRF_FAILURE,
+        },
+        auth=SHOPPER,
+        tags=["checkout"],
+    )
+    @sensitive_variables("serializer", "attempt")
+    def post(self, request: Request, reference: str) -> Response:
+        order = own_order(request, reference)
+        try:
+            if payment_attempts_exceeded(request._request):
+                raise TooManyAttempts()
+        except LimitsUnavailable as exc:
+            raise CannotCountAttempts() from exc
+        serializer = PaymentAttemptSerializer(data=json_object(request))
+        serializer.is_valid(raise_exception=True)
+        attempt: dict[str, Any] = serializer.validated_data
+        try:
+            outcome = order_pay(
+                order=order,
+                card_token=attempt["card_token"],
+                attempt_id=attempt["attempt_id"],
+                prevention_data={
+                    "session_id": attempt["session_id"],
+                    "device_finger_print_token": attempt["session_id"],
+                    "user_agent": attempt["user_agent"],
+                    "website": settings.SHOP_BASE_URL,
+                },
+                return_url=request.build_absolute_uri(
+                    reverse("checkout:order", kwargs={"reference": order.reference})
+                ),
+            )
+        except CheckoutError as exc:
+            raise Conflict(exc.message) from exc
+        return _answer(order, outcome)
+
+
+STATUS = {
+    "parameters": [REFERENCE, PAYMENT_ID],
+    "responses": {200: PaymentOutcomeSerializer, 404: NOT_FOUND, **CSRF_FAILURE},
+    "tags": ["checkout"],
+}
+
+
+class PaymentStatusView(JSONAPIView):
+    """The outcome of the latest attempt (or of `payment_id`), checked with the provider while
+    it waits for the bank; past the session's rate of checks, from the shop's own records."""
+
+    @extend_schema(
+        operation_id="payment_status",
+        summary="The outcome of the latest attempt, or of one attempt",
+        auth=[{"browserSession": []}],
+        **STATUS,
+    )
+    def get(self, request: Request, reference: str) -> Response:
+        order = own_order(request, reference)
+        payment_id = request.query_params.get("payment_id", "")[:64]
+        refresh = not status_checks_exceeded(request._request)
+        return _answer(
+            order, order_check_payment(order=order, payment_id=payment_id, refresh=refresh)
+        )
+
+    @extend_schema(
+        operation_id="payment_status_post",
+        summary="The same as GET, CSRF-protected; the body is ignored",
+        request=None,
+        auth=SHOPPER,
+        **STATUS,
+    )
+    def post(self, request: Request, reference: str) -> Response:
+        return self.get(request, reference)
