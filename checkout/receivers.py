@@ -1,17 +1,33 @@
 """The order follows its payments: every status change, whatever its source (the shopper's
-page, a webhook, staff in the admin), lands here."""
+page, a webhook, staff in the admin), lands here and queues the order's sync (a task: checkout
+does its work in its own task, never inside the payments app's request or task). If the task
+cannot be queued, `orders_follow_payments_task` (beat) syncs the order later."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.dispatch import receiver
 
-from checkout.services import order_sync_status
+from checkout.models import Order
+from checkout.tasks import order_sync_task
 from payments.models import Payment
 from payments.signals import payment_status_changed
+
+logger = logging.getLogger(__name__)
 
 
 @receiver(payment_status_changed, sender=Payment, dispatch_uid="checkout-order-follows-payment")
 def order_follows_payment(sender: type[Payment], payment: Payment, **kwargs: Any) -> None:
-    order_sync_status(reference=payment.external_reference)
+    order_id = (
+        Order.objects.filter(reference=payment.external_reference)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if order_id is None:
+        return
+    try:
+        order_sync_task.delay(order_id)
+    except Exception:  # the broker is down: the beat's sweep syncs the order
+        logger.warning("order %s: sync not queued", payment.external_reference, exc_info=True)

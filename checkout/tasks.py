@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from checkout.services import orders
 from checkout.services.duplicate_charges import ReleasePending, order_release_duplicates
 from checkout.services.mail import order_send_confirmation
 
@@ -35,3 +36,30 @@ def order_release_duplicates_task(reference: str) -> int:
 def order_send_confirmation_task(order_id: int) -> bool:
     """Mail the order's confirmation once; a mail server's failure is tried again later."""
     return order_send_confirmation(order_id=order_id)
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(Exception,),
+    retry_backoff=2,
+    retry_backoff_max=300,
+    retry_jitter=True,
+    max_retries=20,
+)
+def order_sync_task(order_id: int) -> str | None:
+    """Move the order to what its payments say (idempotent: run twice, it lands in the same
+    place)."""
+    order = orders.order_sync_status(order_id=order_id)
+    return order.status if order is not None else None
+
+
+@shared_task(ignore_result=True)
+def orders_follow_payments_task() -> int:
+    """The safety net of `order_sync_task`: an order whose payments changed recently but whose
+    status does not say so (its task could not be queued, or was lost) is synced here."""
+    synced = 0
+    for order_id in orders.orders_out_of_step():
+        orders.order_sync_status(order_id=order_id)
+        synced += 1
+    return synced

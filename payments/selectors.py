@@ -70,3 +70,14 @@ def authorizations_expired(*, now: datetime) -> list[Payment]:
             authorization_expires_at__lte=now,
         ).order_by("authorization_expires_at")
     )
+
+
+def recently_changed_references(*, since: datetime, limit: int) -> list[str]:
+    """The external references of the payments changed since `since`, newest first."""
+    references = (
+        Payment.objects.filter(updated_at__gte=since)
+        .exclude(external_reference="")
+        .order_by("-updated_at")
+        .values_list("external_reference", flat=True)[:limit]
+    )
+    return list(dict.fromkeys(references))

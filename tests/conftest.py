@@ -128,7 +128,12 @@ def empty_broker(celery_app: Any) -> Iterator[None]:
 @pytest.fixture
 def run_queued(celery_app: Any, empty_broker: None) -> Any:
     """Run here and now, as a worker would, the tasks waiting in the broker (in the order they
-    were queued, inside the test's transaction); returns their names."""
+    were queued, inside the test's transaction); returns their names. A task's on-commit work
+    runs once the task is done, as its commit on a worker would run it (so what a task queues on
+    commit is run too)."""
+    from django.db import connection
+    from django.test import TestCase
+
     from tests.webhooks.support import take_queued
 
     def run() -> list[str]:
@@ -138,7 +143,10 @@ def run_queued(celery_app: Any, empty_broker: None) -> Any:
             if not queued:
                 break
             for name, args in queued:
-                celery_app.tasks[name].apply(args=args)
+                start = len(connection.run_on_commit)
+                with TestCase.captureOnCommitCallbacks(execute=True):
+                    celery_app.tasks[name].apply(args=args)
+                del connection.run_on_commit[start:]  # committed: never run a second time
                 ran.append(name)
         return ran
 

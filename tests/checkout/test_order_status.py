@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.core import mail
+from django.utils import timezone
 
 from checkout.models import Order, OrderStatus, Product
 from checkout.services import (
     derive_order_status,
+    order_as_paid_now,
     order_payments,
     order_send_confirmation,
     order_sync_status,
 )
+from checkout.tasks import order_sync_task, orders_follow_payments_task
 from payments.models import Payment
 from payments.signals import payment_status_changed
 from tests.checkout.conftest import make_order, make_payment
+from tests.webhooks.support import take_queued
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +42,7 @@ def derived(order: Order) -> str:
 
 
 def sync(order: Order) -> Order:
-    synced = order_sync_status(reference=order.reference)
+    synced = order_sync_status(order_id=order.pk)
     assert synced is not None
     order.refresh_from_db()
     return order
@@ -162,8 +167,8 @@ def test_payments_of_other_orders_do_not_count(order: Order, product: Product) -
 
 
 def test_sync_of_an_unknown_reference_is_none() -> None:
-    """Syncing a reference no order has does nothing."""
-    assert order_sync_status(reference="ORD-ZZZZZ") is None
+    """Syncing an order that does not exist does nothing."""
+    assert order_sync_status(order_id=987654) is None
 
 
 def test_a_later_failed_attempt_never_downgrades_a_paid_order(order: Order) -> None:
@@ -190,7 +195,7 @@ def test_partial_refund_moves_a_paid_order(order: Order) -> None:
 
 @pytest.mark.parametrize("code", ["CA-MER01", "CA-EXP01"])
 def test_cancelled_order_gives_its_stock_back_once(
-    order: Order, product: Product, code: str
+    order: Order, product: Product, code: str, run_queued: Any
 ) -> None:
     """A cancelled authorization cancels the order and returns its stock, exactly once."""
     assert Product.objects.get(pk=product.pk).stock == 3
@@ -205,6 +210,7 @@ def test_cancelled_order_gives_its_stock_back_once(
     payment_status_changed.send(
         sender=Payment, payment=payment, old_status="authorized", new_status="cancelled"
     )
+    assert run_queued() == ["checkout.tasks.order_sync_task"]
     assert Order.objects.get(pk=order.pk).status == OrderStatus.CANCELLED
     assert Product.objects.get(pk=product.pk).stock == 5
 
@@ -232,29 +238,185 @@ def test_failed_payment_keeps_the_stock_reserved(order: Order, product: Product)
 # --- The signal ------------------------------------------------------------------------------
 
 
-def test_payment_status_changed_moves_the_order(order: Order) -> None:
-    """The payments app's signal makes the order follow its payment."""
+def test_payment_status_changed_moves_the_order(order: Order, run_queued: Any) -> None:
+    """The payments app's signal makes the order follow its payment (by the order's sync task,
+    once a worker runs it)."""
     payment = make_payment(order, "pending")
     payment_status_changed.send(
         sender=Payment, payment=payment, old_status="creating", new_status="pending"
     )
+    assert run_queued() == ["checkout.tasks.order_sync_task"]
     assert Order.objects.get(pk=order.pk).status == OrderStatus.AWAITING_AUTHENTICATION
     Payment.objects.filter(pk=payment.pk).update(status="approved", captured_amount=order.total)
     payment.refresh_from_db()
     payment_status_changed.send(
         sender=Payment, payment=payment, old_status="pending", new_status="approved"
     )
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     assert Order.objects.get(pk=order.pk).status == OrderStatus.PAID
 
 
-def test_signal_for_a_payment_of_no_order_is_harmless(order: Order) -> None:
-    """A payment whose reference matches no order changes nothing and raises nothing."""
+def test_signal_for_a_payment_of_no_order_is_harmless(order: Order, run_queued: Any) -> None:
+    """A payment whose reference matches no order changes nothing, raises nothing, and queues
+    no task."""
     stray = Payment.objects.create(
         external_reference="SUB-123", idempotency_key="stray-key", capture_method="automatic",
         status="approved", amount=Decimal("10.00"),
     )  # fmt: skip
     payment_status_changed.send(sender=Payment, payment=stray, old_status="", new_status="approved")
+    assert run_queued() == []
     assert Order.objects.get(pk=order.pk).status == OrderStatus.AWAITING_PAYMENT
+
+
+# --- The order's sync task, and the sweep behind it ------------------------------------------
+
+
+def test_a_payment_status_change_queues_the_orders_sync_and_moves_nothing_itself(
+    order: Order, celery_app: Any, empty_broker: None
+) -> None:
+    """Given an order whose payment became pending, when the payments app signals the change,
+    then the order's sync task is queued (for that order) and the stored status is unchanged;
+    only once the task runs does the order follow its payment."""
+    payment = make_payment(order, "pending")
+
+    payment_status_changed.send(
+        sender=Payment, payment=payment, old_status="creating", new_status="pending"
+    )
+
+    assert take_queued(celery_app) == [("checkout.tasks.order_sync_task", [order.pk])]
+    assert Order.objects.get(pk=order.pk).status == OrderStatus.AWAITING_PAYMENT
+    assert order_sync_task.apply(args=[order.pk]).get() == OrderStatus.AWAITING_AUTHENTICATION
+    assert Order.objects.get(pk=order.pk).status == OrderStatus.AWAITING_AUTHENTICATION
+
+
+def test_order_sync_task_run_twice_lands_in_the_same_place(
+    order: Order, product: Product, django_capture_on_commit_callbacks: Any, run_queued: Any
+) -> None:
+    """Given an order whose authorization was cancelled, when its sync task runs twice (a
+    redelivery), then both runs land on cancelled, and its stock comes back once."""
+    make_payment(order, "cancelled", status_code="CA-MER01")
+    assert Product.objects.get(pk=product.pk).stock == 3
+
+    with django_capture_on_commit_callbacks(execute=True):
+        first = order_sync_task.apply(args=[order.pk]).get()
+        second = order_sync_task.apply(args=[order.pk]).get()
+
+    assert first == second == OrderStatus.CANCELLED
+    assert Order.objects.get(pk=order.pk).status == OrderStatus.CANCELLED
+    assert Product.objects.get(pk=product.pk).stock == 5
+    assert run_queued() == []  # a cancelled order is not confirmed
+
+
+def test_order_sync_task_queued_twice_for_a_paid_order_confirms_it_once(
+    order: Order, run_queued: Any
+) -> None:
+    """Given an approved payment, when the order's sync task is queued twice and both run, then
+    the order is paid and the customer gets one confirmation email."""
+    make_payment(order, "approved", captured_amount=order.total)
+    order_sync_task.delay(order.pk)
+    order_sync_task.delay(order.pk)
+
+    ran = run_queued()
+
+    assert ran[:2] == ["checkout.tasks.order_sync_task"] * 2
+    assert set(ran[2:]) == {"checkout.tasks.order_send_confirmation_task"}
+    assert Order.objects.get(pk=order.pk).status == OrderStatus.PAID
+    assert len(mail.outbox) == 1
+
+
+def test_the_sweep_syncs_an_order_whose_sync_task_was_lost(
+    order: Order, product: Product, celery_app: Any, run_queued: Any
+) -> None:
+    """Given an order paid at its payment whose sync task was lost (queued, then the broker
+    emptied), and another order whose status already says what its payments do, when the
+    beat's sweep runs, then it syncs the first (and its confirmation is queued), leaves the
+    other alone, and a second sweep finds nothing to do."""
+    in_step = make_order((product, 1))
+    make_payment(in_step, "rejected", status_code="RE-CARD01")
+    sync(in_step)
+    payment = make_payment(order, "approved", captured_amount=order.total)
+    payment_status_changed.send(
+        sender=Payment, payment=payment, old_status="creating", new_status="approved"
+    )
+    celery_app.control.purge()  # the order's task is lost
+    assert run_queued() == []
+    assert Order.objects.get(pk=order.pk).status == OrderStatus.AWAITING_PAYMENT
+
+    orders_follow_payments_task.delay()
+    assert run_queued() == [
+        "checkout.tasks.orders_follow_payments_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
+
+    assert Order.objects.get(pk=order.pk).status == OrderStatus.PAID
+    assert len(mail.outbox) == 1
+    assert Order.objects.get(pk=in_step.pk).status == OrderStatus.PAYMENT_FAILED
+    assert orders_follow_payments_task.apply().get() == 0
+
+
+def test_the_sweep_counts_the_orders_it_syncs_and_leaves_in_step_ones_alone(
+    order: Order, product: Product
+) -> None:
+    """Given an order whose payment changed without the signal reaching checkout, and orders
+    in step with their payments, when the sweep runs, then it syncs that one order (it returns
+    1); run again, it returns 0, and so it does when every order is in step."""
+    in_step = [make_order((product, 1)) for _ in range(2)]
+    make_payment(in_step[0], "authorized")
+    make_payment(in_step[1], "pending")
+    for other in in_step:
+        sync(other)
+    assert orders_follow_payments_task.apply().get() == 0
+
+    make_payment(order, "pending")  # written straight to the database: no signal
+
+    assert orders_follow_payments_task.apply().get() == 1
+    assert Order.objects.get(pk=order.pk).status == OrderStatus.AWAITING_AUTHENTICATION
+    assert [Order.objects.get(pk=o.pk).status for o in in_step] == [
+        OrderStatus.AUTHORIZED,
+        OrderStatus.AWAITING_AUTHENTICATION,
+    ]
+    assert orders_follow_payments_task.apply().get() == 0
+
+
+def test_the_sweep_looks_only_at_payments_changed_in_the_last_six_hours(order: Order) -> None:
+    """Given an order out of step with a payment last changed seven hours ago, when the sweep
+    runs, then it leaves that order alone (it looks back six hours, not through every order)."""
+    payment = make_payment(order, "approved", captured_amount=order.total)
+    Payment.objects.filter(pk=payment.pk).update(updated_at=timezone.now() - timedelta(hours=7))
+
+    assert orders_follow_payments_task.apply().get() == 0
+    assert Order.objects.get(pk=order.pk).status == OrderStatus.AWAITING_PAYMENT
+
+
+# --- What the shopper sees before the sync ---------------------------------------------------
+
+
+def test_order_as_paid_now_shows_a_payable_order_what_its_payments_say(order: Order) -> None:
+    """Given a payable order whose payment was approved a moment ago (its sync not run yet),
+    when it is read for the shopper, then it shows paid (no longer payable), and nothing is
+    stored: the sync task does that."""
+    make_payment(order, "approved", captured_amount=order.total)
+
+    shown = order_as_paid_now(Order.objects.get(pk=order.pk))
+
+    assert shown.status == OrderStatus.PAID
+    assert not shown.is_payable
+    assert Order.objects.get(pk=order.pk).status == OrderStatus.AWAITING_PAYMENT
+
+
+def test_order_as_paid_now_leaves_an_order_that_moved_on_alone(product: Product) -> None:
+    """Given an order cancelled by staff, with no payment (its payments would say awaiting
+    payment), when it is read for the shopper, then it stays cancelled, and not payable."""
+    cancelled = make_order((product, 1), status=OrderStatus.CANCELLED)
+    assert derived(cancelled) == OrderStatus.AWAITING_PAYMENT
+
+    shown = order_as_paid_now(Order.objects.get(pk=cancelled.pk))
+
+    assert shown.status == OrderStatus.CANCELLED
+    assert not shown.is_payable
 
 
 # --- The confirmation email -------------------------------------------------------------------
@@ -275,7 +437,10 @@ def test_confirmation_sent_once_when_paid(
             sender=Payment, payment=payment, old_status="creating", new_status="approved"
         )
     assert mail.outbox == []
-    assert set(run_queued()) == {"checkout.tasks.order_send_confirmation_task"}
+    assert set(run_queued()) == {
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    }
     assert len(mail.outbox) == 1
     message = mail.outbox[0]
     assert message.to == [order.email]

@@ -154,7 +154,7 @@ def card(provider: Api, number: str = VISA) -> str:
 
 
 def test_attempts_over_the_session_limit_are_refused_before_the_provider(
-    shop: Api, product: Product, calls: list[tuple[str, str]]
+    shop: Api, product: Product, calls: list[tuple[str, str]], run_queued: Any
 ) -> None:
     """Given a browser that made its 3 attempts (declined cards, each sent to the provider),
     when it attempts again with a good card, then it gets 429 with a readable message, the
@@ -164,6 +164,7 @@ def test_attempts_over_the_session_limit_are_refused_before_the_provider(
         response = attempt(browser, card(shop, DECLINED))
         assert response.status_code == 200, response.content
         assert response.json()["result"] == "rejected"
+    assert run_queued() == ["checkout.tasks.order_sync_task"] * 3  # the order follows
     sent_before = list(calls)
     rows_before = Payment.objects.count()
     status_before = order_of(browser).status
@@ -177,6 +178,7 @@ def test_attempts_over_the_session_limit_are_refused_before_the_provider(
     assert_limited(again)
     assert calls == sent_before
     assert Payment.objects.count() == rows_before
+    assert run_queued() == []
     assert order_of(browser).status == status_before
     assert len(shop.payments()) == 3
 
@@ -216,7 +218,7 @@ def test_the_session_limit_is_the_configured_rate(
 
 
 def test_another_browser_at_another_address_is_not_limited(
-    shop: Api, product: Product, calls: list[tuple[str, str]]
+    shop: Api, product: Product, calls: list[tuple[str, str]], run_queued: Any
 ) -> None:
     """Given a browser that is over its limit, when a different browser from a different
     address pays its own order, then it is not limited: the payment is made."""
@@ -231,6 +233,10 @@ def test_another_browser_at_another_address_is_not_limited(
     assert response.status_code == 200, response.content
     assert response.json()["result"] == "approved"
     assert calls.count(("POST", "/payments")) == 1
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     assert order_of(other).status == OrderStatus.PAID
 
 
@@ -410,7 +416,12 @@ def status_check(client: Client, payment_id: str) -> Any:
 
 
 def test_status_checks_past_the_session_rate_are_answered_without_the_provider(
-    shop: Api, product: Product, settings: Any, clock: Clock, calls: list[tuple[str, str]]
+    shop: Api,
+    product: Product,
+    settings: Any,
+    clock: Clock,
+    calls: list[tuple[str, str]],
+    run_queued: Any,
 ) -> None:
     """Given a browser whose 3-D Secure payment is pending and SHOP_STATUS_CHECKS_PER_SESSION
     = 2/m, when its page asks for the status again and again, then the first two checks read
@@ -421,6 +432,7 @@ def test_status_checks_past_the_session_rate_are_answered_without_the_provider(
     browser = browser_with_order(product)
     created = attempt(browser, card(shop, THREE_DS)).json()
     assert created["result"] == "pending"
+    assert run_queued() == ["checkout.tasks.order_sync_task"]
     payment_id = created["payment_id"]
     read = ("GET", f"/payments/{payment_id}")
 
@@ -442,6 +454,10 @@ def test_status_checks_past_the_session_rate_are_answered_without_the_provider(
     assert checked["result"] == "approved"
     assert checked["redirect"] == reverse("checkout:order", args=[order_of(browser).reference])
     assert calls.count(read) == 3
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     assert order_of(browser).status == OrderStatus.PAID
 
 

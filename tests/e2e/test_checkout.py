@@ -18,7 +18,7 @@ from payments.models import PaymentStatus
 from tests.e2e.conftest import DESKTOP, MOBILE, Shop, open_page
 from tests.e2e.shopper import Shopper, spaced
 from tests.sandbox.browser.conftest import StaticSite
-from tests.support import DECLINED, ROOT, THREE_DS, VISA
+from tests.support import DECLINED, ROOT, THREE_DS, VISA, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,9 +26,10 @@ PAY_PAGE = re.compile(r"/pagar/$")
 
 
 def expect_paid_order_page(shopper: Shopper) -> None:
+    """The order page says paid at once; the stored order follows (its task) a moment later."""
     shopper.wait_for_order_page()
     expect(shopper.page.locator("#order-status")).to_have_class(re.compile(r"\bstatus-paid\b"))
-    assert shopper.order().status == OrderStatus.PAID
+    wait_until(lambda: shopper.order().status == OrderStatus.PAID, timeout=10)
 
 
 def expect_refused(shopper: Shopper) -> None:
@@ -66,7 +67,7 @@ def test_manual_capture_holds_the_amount(page: Any, shop: Shop, settings: Any) -
 
     shopper.wait_for_order_page()
     expect(page.locator("#order-status")).to_have_class(re.compile(r"\bstatus-authorized\b"))
-    assert shopper.order().status == OrderStatus.AUTHORIZED
+    wait_until(lambda: shopper.order().status == OrderStatus.AUTHORIZED, timeout=10)
     assert [p.status for p in shopper.payments()] == [PaymentStatus.AUTHORIZED]
 
 
@@ -96,7 +97,7 @@ def test_a_failed_challenge_lets_the_shopper_pay_with_another_card(page: Any, sh
 
     expect_refused(shopper)
     expect(page.locator("#threeds-dialog")).to_be_hidden()
-    assert shopper.order().status == OrderStatus.PAYMENT_FAILED
+    wait_until(lambda: shopper.order().status == OrderStatus.PAYMENT_FAILED, timeout=10)
 
     shopper.type_card(VISA)
     shopper.pay()
@@ -118,7 +119,7 @@ def test_a_declined_card_says_why_and_allows_another_try(page: Any, shop: Shop) 
     shopper.pay()
 
     expect_refused(shopper)
-    assert shopper.order().status == OrderStatus.PAYMENT_FAILED
+    wait_until(lambda: shopper.order().status == OrderStatus.PAYMENT_FAILED, timeout=10)
     assert [p.status for p in shopper.payments()] == [PaymentStatus.REJECTED]
 
 
@@ -192,7 +193,7 @@ def test_a_forged_challenge_message_moves_nothing(
     assert sorted(page.evaluate("window.__forged")) == sorted([foreign_site.origin, shop.url])
     page.wait_for_timeout(1000)
 
-    assert shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION
+    wait_until(lambda: shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION, timeout=10)
     expect(page.locator("#threeds-dialog[open]")).to_be_visible()
     expect(shopper.challenge_frame.locator("#code")).to_be_visible()
     checking = page.locator("#payment").get_attribute("data-text-checking")
@@ -236,7 +237,7 @@ def test_a_challenge_frame_taken_to_another_origin_is_not_believed(
     checking = page.locator("#payment").get_attribute("data-text-checking")
     expect(page.locator("#pay-status")).not_to_have_text(checking or "")
     expect(page.locator("#threeds-dialog[open]")).to_be_visible()
-    assert shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION
+    wait_until(lambda: shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION, timeout=10)
     page.context.close()
 
 

@@ -144,7 +144,7 @@ def test_closing_a_young_attempt_in_the_admin_says_why(django_user_model: Any) -
 
 @pytest.mark.sandbox
 def test_a_payment_found_after_closing_is_attached_to_the_order(
-    provider: Api, django_capture_on_commit_callbacks: Any
+    provider: Api, django_capture_on_commit_callbacks: Any, run_queued: Any
 ) -> None:
     """Given an attempt closed as not created, when the provider's notification names a payment
     for that order after all, then the shop adopts it as a new payment and the order follows."""
@@ -161,5 +161,9 @@ def test_a_payment_found_after_closing_is_attached_to_the_order(
     assert result.outcome == SyncOutcome.ADOPTED
     assert result.payment is not None and result.payment.pk != attempt.pk
     assert result.payment.status == PaymentStatus.APPROVED
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     order.refresh_from_db()
     assert order.status == OrderStatus.PAID

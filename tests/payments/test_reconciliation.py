@@ -154,7 +154,7 @@ def test_sync_of_a_held_payment_the_provider_lost_is_refused(provider: Api) -> N
 
 
 def test_sync_adopts_a_payment_for_one_of_our_orders(
-    provider: Api, django_capture_on_commit_callbacks: CaptureCallbacks
+    provider: Api, django_capture_on_commit_callbacks: CaptureCallbacks, run_queued: Any
 ) -> None:
     """A provider payment the shop never recorded, for one of its orders, is ADOPTED: a local
     record is made and the order follows."""
@@ -172,6 +172,10 @@ def test_sync_adopts_a_payment_for_one_of_our_orders(
     assert result.payment is not None and result.payment.pk == payment.pk
     assert (payment.provider_id, payment.status) == (remote["id"], PaymentStatus.APPROVED)
     assert payment.idempotency_key == f"adopted-{remote['id']}"
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     order.refresh_from_db()
     assert order.status == OrderStatus.PAID
 
@@ -367,7 +371,7 @@ def test_staff_are_warned_once_about_an_authorization_about_to_expire(
 
 
 def test_an_expired_authorization_is_refreshed_to_cancelled_and_the_order_follows(
-    provider: Api, django_capture_on_commit_callbacks: CaptureCallbacks
+    provider: Api, django_capture_on_commit_callbacks: CaptureCallbacks, run_queued: Any
 ) -> None:
     """Past 30 days the provider releases the hold: the watch reads the authorization, which
     becomes cancelled with CA-EXP01, and its order is cancelled."""
@@ -393,6 +397,7 @@ def test_an_expired_authorization_is_refreshed_to_cancelled_and_the_order_follow
     payment.refresh_from_db()
     assert (payment.status, payment.status_code) == (PaymentStatus.CANCELLED, "CA-EXP01")
     assert payment.events.last().kind == PaymentEventKind.SYNCED
+    assert run_queued() == ["checkout.tasks.order_sync_task"]
     order.refresh_from_db()
     assert order.status == OrderStatus.CANCELLED
     assert mail.outbox == []

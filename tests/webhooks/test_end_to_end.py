@@ -88,7 +88,8 @@ def test_a_finished_3ds_challenge_moves_the_order_without_the_shoppers_page(
     page is gone, then the webhook alone moves the order to paid."""
     order, payment = _order_paid_with(live_shop, THREE_DS, "automatic")
     assert payment.status == PaymentStatus.PENDING
-    assert _status(order) == OrderStatus.AWAITING_AUTHENTICATION
+    # the order follows by its sync task, which the worker runs
+    wait_until(lambda: _status(order) == OrderStatus.AWAITING_AUTHENTICATION, timeout=30)
 
     page = live_shop.session.get(payment.three_ds_url, timeout=10)
     assert page.status_code == 200

@@ -143,7 +143,10 @@ def provider_back(api: Api) -> None:
 @pytest.mark.sandbox
 @pytest.mark.django_db
 def test_notifications_of_a_known_payment_are_applied_once(
-    provider: Api, provider_gets: list[str], django_capture_on_commit_callbacks: CaptureCallbacks
+    provider: Api,
+    provider_gets: list[str],
+    django_capture_on_commit_callbacks: CaptureCallbacks,
+    run_queued: Any,
 ) -> None:
     """The rows of a payment captured at the provider become processed, linked to it, after one
     attempt; the payment and its ledger move once; a second run finds nothing to do."""
@@ -174,6 +177,10 @@ def test_notifications_of_a_known_payment_are_applied_once(
     assert list(payment.events.values_list("kind", "old_status", "new_status")) == [
         (PaymentEventKind.CREATED, "creating", "authorized"),
         (PaymentEventKind.SYNCED, "authorized", "approved"),
+    ]
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
     ]
     assert status_of(order) == OrderStatus.PAID
 
@@ -328,7 +335,10 @@ def test_an_id_the_provider_does_not_know_is_unmatched_and_looked_up_once(
 @pytest.mark.sandbox
 @pytest.mark.django_db
 def test_an_attempt_whose_answer_was_lost_is_adopted_from_its_insert(
-    provider: Api, provider_gets: list[str], django_capture_on_commit_callbacks: CaptureCallbacks
+    provider: Api,
+    provider_gets: list[str],
+    django_capture_on_commit_callbacks: CaptureCallbacks,
+    run_queued: Any,
 ) -> None:
     """A local attempt left `unknown` without a provider id (the create's answer never came) is
     the provider's payment with its reference: processing the INSERT attaches the id, applies
@@ -356,6 +366,10 @@ def test_an_attempt_whose_answer_was_lost_is_adopted_from_its_insert(
     ]
     assert Payment.objects.count() == 1
     assert {(e.state, e.payment_id) for e in events(pks)} == {(WebhookState.PROCESSED, attempt.pk)}
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     assert status_of(order) == OrderStatus.PAID
 
 
@@ -397,7 +411,7 @@ def test_an_insert_racing_the_shoppers_own_answer_applies_the_payment_once(
 @pytest.mark.sandbox
 @pytest.mark.django_db
 def test_a_payment_for_one_of_our_orders_without_a_local_record_is_adopted(
-    provider: Api, django_capture_on_commit_callbacks: CaptureCallbacks
+    provider: Api, django_capture_on_commit_callbacks: CaptureCallbacks, run_queued: Any
 ) -> None:
     """A provider payment for an order of this shop that left no local record at all gets one,
     applied as adopted, and the order follows."""
@@ -418,6 +432,10 @@ def test_a_payment_for_one_of_our_orders_without_a_local_record_is_adopted(
     assert payment.customer_email == ""  # the sandbox payment was made without a customer
     assert list(payment.events.values_list("kind", flat=True)) == [PaymentEventKind.ADOPTED]
     assert [(e.state, e.payment_id) for e in events(pks)] == [(WebhookState.PROCESSED, payment.pk)]
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     assert status_of(order) == OrderStatus.PAID
 
 

@@ -174,6 +174,19 @@ def captured_at_provider(api: Api) -> tuple[Order, Payment]:
     return order, payment
 
 
+def order_status(order: Order) -> str:
+    order.refresh_from_db()
+    return order.status
+
+
+def order_confirmed(order: Order) -> bool:
+    """Its confirmation claimed and sent (the mail task ran)."""
+    order.refresh_from_db()
+    return order.confirmation_sent_at is not None and any(
+        order.reference in m.subject for m in mail.outbox
+    )
+
+
 def approvals(payment: Payment) -> int:
     return PaymentEvent.objects.filter(payment=payment, new_status=PaymentStatus.APPROVED).count()
 
@@ -202,10 +215,16 @@ def test_twenty_copies_of_one_notification_at_once_apply_once(
     # a 3-D Secure challenge passed after the shopper's page was gone
     if change == "captured":
         order, payment = captured_at_provider(shop.api)
+        before = OrderStatus.AUTHORIZED
     else:
         order, payment = order_paying(shop.api, number=THREE_DS)
         assert payment.status == PaymentStatus.PENDING
         finish_challenge(shop.api, payment.three_ds_url, passed=True)
+        before = OrderStatus.AWAITING_AUTHENTICATION
+    # (the order followed its payment by its sync task, which the worker ran)
+    wait_until(lambda: order_status(order) == before, timeout=30)
+    if before == OrderStatus.AUTHORIZED:
+        wait_until(lambda: order_confirmed(order), timeout=30)
     order_moves.clear()
     gets = count_gets(shop.api, payment.provider_id)
 
@@ -233,13 +252,13 @@ def test_twenty_copies_of_one_notification_at_once_apply_once(
     wait_until(lambda: all_finished([payment.provider_id], 20), timeout=30)
     assert set(events.values_list("state", "payment_id")) == {(WebhookState.PROCESSED, payment.pk)}
 
-    # And the payment moved once, the order once, and one confirmation went out
+    # And the payment moved once, the order once (by its sync task), and one confirmation went out
     payment.refresh_from_db()
     assert payment.status == PaymentStatus.APPROVED
     assert approvals(payment) == 1
+    wait_until(lambda: order_status(order) == OrderStatus.PAID, timeout=30)
+    wait_until(lambda: order_confirmed(order), timeout=30)
     assert order_moves == [(order.pk, OrderStatus.PAID)]
-    order.refresh_from_db()
-    assert order.status == OrderStatus.PAID
     confirmations = [m for m in mail.outbox if order.reference in m.subject]
     assert len(confirmations) == 1
     assert confirmations[0].to == [order.email]
@@ -654,8 +673,8 @@ def test_a_worker_killed_mid_task_is_replaced_and_the_notification_applies_once(
     assert claimed_by in second.log()
     assert fault_hits(shop.api, gets) == 1
     assert approvals(payment) == 1
-    order.refresh_from_db()
-    assert order.status == OrderStatus.PAID
+    # (the order follows by its sync task, queued once the payment changed)
+    wait_until(lambda: order_status(order) == OrderStatus.PAID, timeout=30)
     # And this time the task is acknowledged
     wait_until(lambda: broker.hlen("unacked") == 0, timeout=15)
 
