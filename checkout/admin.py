@@ -8,8 +8,11 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
+from checkout.installments import order_installments
 from checkout.models import Order, OrderItem, Product
+from checkout.selectors import order_payments
 
 
 @admin.register(Product)
@@ -43,6 +46,7 @@ class OrderAdmin(admin.ModelAdmin):
         "total",
         "currency",
         "payments",
+        "installments",
         "first_name",
         "last_name",
         "email",
@@ -65,6 +69,10 @@ class OrderAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    @admin.display(description=_("installments"))
+    def installments(self, obj: Order) -> str:
+        return order_installments(order_payments(obj)) or "—"
 
     @admin.display(description="payments")
     def payments(self, obj: Order) -> str:

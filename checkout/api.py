@@ -12,9 +12,11 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from checkout.installments import InstallmentsRefused, check_installments
 from checkout.limits import LimitsUnavailable, payment_attempts_exceeded, status_checks_exceeded
 from checkout.models import Order
 from checkout.ownership import own_order
@@ -61,6 +63,11 @@ class TooManyAttempts(TooManyRequests):
         "Too many payment attempts from this browser. Please wait a few minutes before trying "
         "again."
     )
+
+
+class InstallmentsNotOffered(APIException):
+    status_code = 400
+    default_code = "installments_not_available"
 
 
 class CannotCountAttempts(ServiceUnavailable):
@@ -120,10 +127,19 @@ class PayAttemptView(JSONAPIView):
         serializer.is_valid(raise_exception=True)
         attempt: dict[str, Any] = serializer.validated_data
         try:
+            check_installments(
+                total=order.total,
+                installments=attempt["installments"],
+                card_bin=attempt["card_bin"],
+            )
+        except InstallmentsRefused as exc:
+            raise InstallmentsNotOffered(exc.message) from exc
+        try:
             outcome = order_pay(
                 order=order,
                 card_token=attempt["card_token"],
                 attempt_id=attempt["attempt_id"],
+                installments=attempt["installments"],
                 prevention_data={
                     "session_id": attempt["session_id"],
                     "device_finger_print_token": attempt["session_id"],

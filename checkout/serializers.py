@@ -52,8 +52,25 @@ class PaymentAttemptSerializer(serializers.Serializer):
         help_text="The browser's user agent as the provider SDK read it.",
     )
 
+    installments = serializers.IntegerField(
+        min_value=1,
+        max_value=48,
+        required=False,
+        default=1,
+        help_text="1 to pay in full, or the number of interest-free monthly payments chosen.",
+    )
+    card_bin = serializers.RegexField(
+        r"^[0-9]{6}\Z",
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default="",
+        help_text="The card's first six digits, as the card form reported them (needed for "
+        "installments; checked against the catalogue, and by the provider).",
+    )
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        return {name: value or "" for name, value in attrs.items()}
+        return {name: "" if value is None else value for name, value in attrs.items()}
 
 
 class PaymentOutcomeSerializer(serializers.Serializer):

@@ -13,9 +13,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from checkout.cart import Cart, CartError
 from checkout.forms import CheckoutForm, QuantityForm
+from checkout.installments import order_installments, plans_for
 from checkout.models import OrderStatus, Product
 from checkout.ownership import own_order, remember_order
-from checkout.services import CheckoutError, order_create_from_cart
+from checkout.selectors import order_payments
+from checkout.services import CheckoutError, order_as_paid_now, order_create_from_cart
 from config.security import sdk_url
 from payments.catalogue import payment_methods_for
 
@@ -108,10 +110,13 @@ def checkout(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def pay(request: HttpRequest, reference: str) -> HttpResponse:
-    order = own_order(request, reference)
+    order = order_as_paid_now(own_order(request, reference))
     if not order.is_payable:
         return redirect("checkout:order", reference=reference)
     methods = payment_methods_for(total=order.total)
+    patterns = {
+        m.id: m.installment_pattern for m in methods if m.available and m.installment_pattern
+    }
     return render(
         request,
         "checkout/pay.html",
@@ -120,6 +125,8 @@ def pay(request: HttpRequest, reference: str) -> HttpResponse:
             order=order,
             methods=methods,
             card_payable=any(m.available for m in methods),
+            plans=plans_for(order.total),
+            installment_patterns=patterns,
             sdk_url=sdk_url(),
             public_key=settings.PAYMENTS_PUBLIC_KEY,
             theme=settings.PAYMENTS_SDK_THEME,
@@ -130,7 +137,7 @@ def pay(request: HttpRequest, reference: str) -> HttpResponse:
 
 @require_GET
 def order_detail(request: HttpRequest, reference: str) -> HttpResponse:
-    order = own_order(request, reference)
+    order = order_as_paid_now(own_order(request, reference))
     return render(
         request,
         "checkout/order.html",
@@ -139,5 +146,6 @@ def order_detail(request: HttpRequest, reference: str) -> HttpResponse:
             order=order,
             items=order.items.all(),
             held=order.status == OrderStatus.AUTHORIZED,
+            installments=order_installments(order_payments(order)),
         ),
     )

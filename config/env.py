@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+from decimal import Decimal, InvalidOperation
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -42,6 +43,30 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_decimal(name: str, default: str) -> Decimal:
+    raw = os.environ.get(name, "").strip() or default
+    try:
+        value = Decimal(raw.replace(",", ""))
+    except InvalidOperation as exc:
+        raise ImproperlyConfigured(
+            f"{name} must be an amount such as 1500.00, got {raw!r}"
+        ) from exc
+    if not value.is_finite() or value < 0:
+        raise ImproperlyConfigured(f"{name} must be an amount of zero or more, got {raw!r}")
+    return value.quantize(Decimal("0.01"))
+
+
+def env_int_list(name: str, default: list[int], *, lowest: int, highest: int) -> list[int]:
+    """Whole numbers separated by commas, each from `lowest` to `highest`, sorted, no repeats."""
+    try:
+        values = [int(item) for item in env_list(name, [str(v) for v in default])]
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be whole numbers separated by commas") from exc
+    if any(not lowest <= value <= highest for value in values):
+        raise ImproperlyConfigured(f"{name}: each number must be from {lowest} to {highest}")
+    return sorted(set(values))
 
 
 def basic_access_token(public_key: str, secret_key: str) -> str:

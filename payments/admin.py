@@ -20,6 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from payments import services
@@ -119,6 +120,7 @@ class PaymentAdmin(admin.ModelAdmin):
         "captured_amount",
         "refunded_amount",
         "card",
+        "installments_plan",
         "capture_method",
         "authorized_at",
         "expires",
@@ -149,7 +151,7 @@ class PaymentAdmin(admin.ModelAdmin):
                 ]
             },
         ),
-        ("Card", {"fields": ["card_brand", "card_last_digits"]}),
+        ("Card", {"fields": ["card_brand", "card_last_digits", "installments_plan"]}),
         (
             "Provider",
             {
@@ -213,6 +215,16 @@ class PaymentAdmin(admin.ModelAdmin):
             '<span style="white-space:nowrap">{} •••• {}</span>',
             obj.card_brand,
             obj.card_last_digits,
+        )
+
+    @admin.display(description=_("installments"), ordering="installments")
+    def installments_plan(self, obj: Payment) -> str:
+        """`6 × $300.00` for interest-free monthly payments; a dash when paid in full."""
+        if obj.installments <= 1:
+            return "—"
+        amount = obj.installment_amount
+        return (
+            f"{obj.installments} × ${amount:,.2f}" if amount is not None else str(obj.installments)
         )
 
     @admin.display(description="expires", ordering="authorization_expires_at")

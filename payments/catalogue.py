@@ -29,6 +29,7 @@ class MethodOption:
     maximum: Decimal | None
     available: bool
     reason: str
+    installment_pattern: str = ""
 
 
 def _cached_catalogue() -> list[PaymentMethodEntry] | None:
@@ -39,9 +40,9 @@ def _cached_catalogue() -> list[PaymentMethodEntry] | None:
         return None
 
 
-def payment_methods_for(*, total: Decimal) -> list[MethodOption]:
-    """The provider's catalogue (cached) as the payment page shows it for this total. Without
-    the cache (Redis down), it is read from the provider each time."""
+def _catalogue() -> list[PaymentMethodEntry]:
+    """The provider's catalogue (cached); without the cache (Redis down), read from the
+    provider each time; empty while the provider cannot be reached."""
     entries = _cached_catalogue()
     if entries is None:
         try:
@@ -51,8 +52,26 @@ def payment_methods_for(*, total: Decimal) -> list[MethodOption]:
             return []
         with suppress(Exception):  # no cache: the next page reads the provider again
             cache.set(CATALOGUE_CACHE_KEY, entries, CATALOGUE_TTL)
+    return entries
+
+
+def installments_allowed(*, bin_: str, total: Decimal) -> bool:
+    """Whether a card of this BIN (its first six digits) may pay this total in interest-free
+    installments: an active card method takes the card, accepts the total, and its
+    `installment_pattern` matches the BIN."""
+    return any(
+        entry.is_card
+        and entry.is_active
+        and entry.accepts(total)
+        and entry.installments_for_bin(bin_)
+        for entry in _catalogue()
+    )
+
+
+def payment_methods_for(*, total: Decimal) -> list[MethodOption]:
+    """The provider's catalogue as the payment page shows it for this total."""
     options = []
-    for entry in entries:
+    for entry in _catalogue():
         bounds = entry.accepted_amount
         if not entry.is_card:
             reason = _("Pay in cash at a store: not available for online card checkout.")
@@ -76,6 +95,7 @@ def payment_methods_for(*, total: Decimal) -> list[MethodOption]:
                 maximum=bounds[1] if bounds else None,
                 available=not reason,
                 reason=reason,
+                installment_pattern=entry.installment_pattern if not reason else "",
             )
         )
     return options

@@ -135,9 +135,14 @@ class Payment(models.Model):
     last_synced_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+    # Interest-free monthly installments ("meses sin intereses"): 1 is paid in full.
+    installments = models.PositiveSmallIntegerField(default=1)
+    installment_amount = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
+        # The orders' sweep reads the payments changed lately (checkout.tasks).
+        indexes = [models.Index(fields=["updated_at"], name="payment_updated_at")]
         constraints = [
             # One attempt at a time per order until the provider has answered it.
             models.UniqueConstraint(

@@ -59,6 +59,7 @@ from payments.statuses import RANK, UnknownProviderStatus, local_status
 from payments.types import CENT, ProviderPayment, ProviderSubscription
 
 logger = logging.getLogger(__name__)
+MAX_INSTALLMENTS = 48  # the provider's limit
 Actor = AbstractBaseUser | AnonymousUser | None
 T = TypeVar("T")
 INTENT_TIMEOUT = timedelta(minutes=5)
@@ -142,6 +143,8 @@ def _copy(payment: Payment, remote: ProviderPayment, new: str, now: datetime) ->
     if remote.card:
         payment.card_last_digits = remote.card.last_digits[-4:]
     payment.card_brand = remote.payment_method_id or payment.card_brand
+    payment.installments = remote.installments
+    payment.installment_amount = remote.installment_amount if remote.installments > 1 else None
     payment.three_ds_url = remote.three_ds_url if new == PaymentStatus.PENDING else ""
     payment.provider_version = remote.version
     payment.snapshot = _kept(remote.raw)
@@ -257,32 +260,35 @@ def payment_create(
     prevention_data: dict[str, str],
     return_url: str,
     webhook_url: str | None = None,
+    installments: int = 1,
 ) -> Payment:
-    """Create the payment for one checkout attempt. The attempt (and its idempotency key) is
-    stored before the provider is called, so the same attempt never makes a second payment;
-    an answer that never came leaves it `unknown` and blocks new attempts for the order.
-    `webhook_url` None: the webhooks app's receiver (PAYMENTS_WEBHOOK_URL_FUNCTION)."""
-    _check_attempt(amount, capture_method)
-    attempt = Payment(external_reference=external_reference, idempotency_key=attempt_key)
-    attempt.capture_method, attempt.amount, attempt.currency = capture_method, amount, currency
-    attempt.description, attempt.customer_email = description[:255], customer.get("email", "")
+    """Create the payment for one checkout attempt, in `installments` interest-free monthly
+    payments when more than 1. The attempt (and its idempotency key) is stored before the
+    provider is called, so the same attempt never makes a second payment; an answer that never
+    came leaves it `unknown` and blocks new attempts for the order. `webhook_url` None: the
+    webhooks app's receiver (PAYMENTS_WEBHOOK_URL_FUNCTION)."""
+    _check_attempt(amount, capture_method, installments)
+    attempt = Payment(
+        external_reference=external_reference,
+        idempotency_key=attempt_key,
+        capture_method=capture_method,
+        amount=amount,
+        currency=currency,
+        description=description[:255],
+        customer_email=customer.get("email", ""),
+        installments=installments,
+    )
     payment, opened = _attempt_open(attempt)
     if not opened:  # this very attempt, already made (a double click, a retried request)
         return payment
-    if webhook_url is None:
-        webhook_url = import_string(settings.PAYMENTS_WEBHOOK_URL_FUNCTION)()
-    body: dict[str, Any] = {
-        "amount": amount,
-        "currency": currency,
-        "description": description,
-        "capture_method": capture_method,
-        "payment_method": {"token": card_token},
-        "customer": customer,
-        "prevention_data": prevention_data,
-        "external_reference": external_reference,
-        # Optional addresses are left out rather than sent empty.
-        **{k: v for k, v in (("return_url", return_url), ("webhook_url", webhook_url)) if v},
-    }
+    body = _create_body(
+        payment,
+        description=description,
+        card_token=card_token,
+        customer=customer,
+        prevention_data=prevention_data,
+        addresses={"return_url": return_url, "webhook_url": webhook_url},
+    )
     try:
         remote = get_client().create_payment(body=body, idempotency_key=attempt_key)
     except ProviderApiError as exc:
@@ -293,10 +299,40 @@ def payment_create(
     return _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
 
 
-def _check_attempt(amount: Decimal, capture_method: str) -> None:
+@sensitive_variables("card_token")
+def _create_body(
+    payment: Payment,
+    *,
+    description: str,
+    card_token: str,
+    customer: dict[str, Any],
+    prevention_data: dict[str, str],
+    addresses: dict[str, str | None],
+) -> dict[str, Any]:
+    """The provider's create request for the attempt. A `webhook_url` of None is the webhooks
+    app's receiver; optional addresses are left out rather than sent empty."""
+    if addresses.get("webhook_url") is None:
+        addresses["webhook_url"] = import_string(settings.PAYMENTS_WEBHOOK_URL_FUNCTION)()
+    return {
+        "amount": payment.amount,
+        "currency": payment.currency,
+        "description": description,
+        "capture_method": payment.capture_method,
+        "payment_method": {"token": card_token},
+        "customer": customer,
+        "prevention_data": prevention_data,
+        "external_reference": payment.external_reference,
+        **({"installments": payment.installments} if payment.installments > 1 else {}),
+        **{name: address for name, address in addresses.items() if address},
+    }
+
+
+def _check_attempt(amount: Decimal, capture_method: str, installments: int) -> None:
     check_amount(amount, maximum=Decimal("9999999999.99"), what="payment")
     if capture_method not in CaptureMethod.values:
         raise PaymentNotAllowed("Unknown capture method.")
+    if not 1 <= installments <= MAX_INSTALLMENTS:
+        raise PaymentNotAllowed(f"Installments go from 1 to {MAX_INSTALLMENTS}.")
 
 
 def _attempt_open(attempt: Payment) -> tuple[Payment, bool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -93,6 +94,8 @@ class ProviderPayment:
     approved_at: datetime | None
     refunds: tuple[ProviderRefund, ...]
     raw: dict[str, Any] = field(repr=False, compare=False)
+    installments: int = 1
+    installment_amount: Decimal | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProviderPayment:
@@ -119,6 +122,10 @@ class ProviderPayment:
             approved_at=moment(data.get("approved_at")),
             refunds=tuple(ProviderRefund.from_json(r) for r in data.get("refunds") or []),
             raw=data,
+            installments=int(data.get("installments") or 1),
+            installment_amount=(
+                money(data["installment_amount"]) if data.get("installment_amount") else None
+            ),
         )
 
 
@@ -180,6 +187,36 @@ class PaymentMethodEntry:
     def accepts(self, amount: Decimal) -> bool:
         bounds = self.accepted_amount
         return bounds is None or bounds[0] <= amount <= bounds[1]
+
+    @property
+    def installment_pattern(self) -> str:
+        """The pattern of the BINs that may pay this method in interest-free installments
+        ('' when none may)."""
+        return str(self.validations.get("bin", {}).get("installment_pattern") or "")
+
+    def takes_bin(self, bin_: str) -> bool:
+        """Whether a card of this BIN is of this method (its `bin` pattern, not excluded)."""
+        rule = self.validations.get("bin") or {}
+        pattern, exclusion = rule.get("pattern"), rule.get("exclusion_pattern")
+        return bool(
+            pattern
+            and _matches(str(pattern), bin_)
+            and not (exclusion and _matches(str(exclusion), bin_))
+        )
+
+    def installments_for_bin(self, bin_: str) -> bool:
+        """Whether a card of this BIN may pay this method in interest-free installments."""
+        pattern = self.installment_pattern
+        return bool(pattern) and self.takes_bin(bin_) and _matches(pattern, bin_)
+
+
+def _matches(pattern: str, text: str) -> bool:
+    """The provider's patterns are regular expressions anchored at the start of the number; one
+    that does not compile matches nothing."""
+    try:
+        return re.match(pattern, text) is not None
+    except re.error:
+        return False
 
 
 @dataclass(frozen=True)

@@ -350,14 +350,33 @@ def _text(value: Any, *, required: bool, max_length: int, pattern: str | None = 
     return len(value) <= max_length
 
 
+def _whole_number(value: Any) -> int | None:
+    """A number of installments as the REST framework reads it: an integer, or a string or
+    float that is one (6, "6", 6.0); anything else is None."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    text = str(value).strip()
+    text = re.sub(r"\.0*$", "", text)
+    return int(text) if re.fullmatch(r"[+-]?[0-9]+", text) and len(text) < 1000 else None
+
+
 def valid_attempt(raw: bytes | None) -> bool:
+    """A body the pay attempt takes, for this order: its members valid, and paid in full (the
+    fuzzed order is below the installments' minimum total, so any other plan is refused)."""
     data = json_object(raw, PAY_LIMIT, empty=b"{}")
-    return data is not None and all(
+    if data is None:
+        return False
+    installments = _whole_number(data.get("installments", 1))
+    card_bin = data.get("card_bin")
+    return all(
         (
             _text(data.get("card_token"), required=True, max_length=64),
             _text(data.get("attempt_id"), required=True, max_length=32, pattern="[0-9a-f]{32}"),
             _text(data.get("session_id"), required=False, max_length=128),
             _text(data.get("user_agent"), required=False, max_length=512),
+            card_bin in (None, "")
+            or _text(card_bin, required=True, max_length=6, pattern="[0-9]{6}"),
+            installments == 1,
         )
     )
 

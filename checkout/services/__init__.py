@@ -8,6 +8,7 @@ from checkout.services.orders import (
     PAID_STATUSES,
     CheckoutError,
     derive_order_status,
+    order_as_paid_now,
     order_create_from_cart,
     order_sync_status,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "PaymentOutcome",
     "charges_held",
     "derive_order_status",
+    "order_as_paid_now",
     "order_check_payment",
     "order_create_from_cart",
     "order_pay",

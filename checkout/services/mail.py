@@ -8,7 +8,9 @@ from django.core.mail import send_mail
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from checkout.installments import order_installments
 from checkout.models import Order, OrderStatus
+from checkout.selectors import order_payments
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +36,8 @@ def order_send_confirmation(*, order_id: int) -> bool:
             if held
             else _("Your payment was received.")
         )
+        if plan := order_installments(order_payments(order)):
+            body += "\n" + _("Paid in monthly payments: %(plan)s.") % {"plan": plan}
         try:
             send_mail(subject, body, None, [order.email])
         except Exception:

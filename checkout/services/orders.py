@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -16,6 +18,7 @@ from checkout.models import Order, OrderItem, OrderStatus, Product
 from checkout.selectors import order_payments
 from checkout.services.duplicate_charges import charges_held
 from payments.models import IN_FLIGHT, Payment, PaymentStatus
+from payments.selectors import recently_changed_references
 
 logger = logging.getLogger(__name__)
 
@@ -105,14 +108,15 @@ def derive_order_status(payments_of_order: list[Payment]) -> str:
 PAID_STATUSES = (OrderStatus.PAID, OrderStatus.AUTHORIZED)
 
 
-def order_sync_status(*, reference: str) -> Order | None:
+def order_sync_status(*, order_id: int) -> Order | None:
     """Move the order to what its payments say; release stock once if it is cancelled."""
     with transaction.atomic():
-        order = Order.objects.select_for_update().filter(reference=reference).first()
+        order = Order.objects.select_for_update().filter(pk=order_id).first()
         if order is None:
             return None
         attempts = order_payments(order)
         if len(charges_held(attempts)) > 1:
+            reference = order.reference
             transaction.on_commit(
                 lambda: tasks.order_release_duplicates_task.delay(reference), robust=True
             )
@@ -131,4 +135,24 @@ def order_sync_status(*, reference: str) -> Order | None:
             transaction.on_commit(
                 lambda: tasks.order_send_confirmation_task.delay(order.pk), robust=True
             )
+    return order
+
+
+def orders_out_of_step(*, within: timedelta = timedelta(hours=6), limit: int = 500) -> list[int]:
+    """Orders whose payments changed within `within` and whose status is not what those
+    payments say (their sync was not queued, or was lost)."""
+    since = timezone.now() - within
+    references = set(recently_changed_references(since=since, limit=limit))
+    orders = Order.objects.filter(reference__in=references).only("pk", "reference", "status")
+    return [
+        order.pk for order in orders if derive_order_status(order_payments(order)) != order.status
+    ]
+
+
+def order_as_paid_now(order: Order) -> Order:
+    """An order still waiting for its payment, with the status its payments give it now, for
+    what the shopper sees and may do right after paying (its stored status follows by
+    `order_sync_task`, a moment later). Not saved."""
+    if order.is_payable:
+        order.status = derive_order_status(order_payments(order))
     return order

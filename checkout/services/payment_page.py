@@ -12,7 +12,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from checkout.models import Order
 from checkout.selectors import order_payments
-from checkout.services.orders import CheckoutError, derive_order_status
+from checkout.services.orders import CheckoutError, derive_order_status, order_as_paid_now
 from payments import services as payments
 from payments.errors import PaymentAttemptBlocked, PaymentError, PaymentOutcomeUnknown
 from payments.messages import decline_message
@@ -93,13 +93,15 @@ def order_pay(
     attempt_id: str,
     prevention_data: dict[str, str],
     return_url: str,
+    installments: int = 1,
 ) -> PaymentOutcome:
-    """Create the payment of one attempt (the same attempt never pays twice)."""
+    """Create the payment of one attempt (the same attempt never pays twice), in full or in
+    `installments` interest-free monthly payments (checked by `checkout.installments`)."""
     attempt_key = f"{order.reference}-{attempt_id}"
     earlier = Payment.objects.filter(idempotency_key=attempt_key).first()
     if earlier is not None:  # a retry of this very attempt (e.g. its answer was lost): replay
         return outcome_of(order, earlier)
-    if not order.is_payable:
+    if not order_as_paid_now(order).is_payable:
         raise CheckoutError(_("This order is already paid or closed."))
     try:
         payment = payments.payment_create(
@@ -114,6 +116,7 @@ def order_pay(
             customer=_customer(order),
             prevention_data=prevention_data,
             return_url=return_url,
+            installments=installments,
         )
     except PaymentError as exc:
         # An attempt whose answer never came (this one, or the earlier one blocking it) is

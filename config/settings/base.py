@@ -6,7 +6,15 @@ from pathlib import Path
 
 import dj_database_url
 
-from config.env import basic_access_token, env_bool, env_int, env_list, env_str
+from config.env import (
+    basic_access_token,
+    env_bool,
+    env_decimal,
+    env_int,
+    env_int_list,
+    env_list,
+    env_str,
+)
 from config.security import content_security_policy
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -158,6 +166,11 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": float(PAYMENTS_RECONCILE_EVERY),
         "options": {"expires": PAYMENTS_RECONCILE_EVERY * 0.9},
     },
+    "orders-follow-payments": {
+        "task": "checkout.tasks.orders_follow_payments_task",
+        "schedule": 300.0,
+        "options": {"expires": 270},
+    },
     "authorizations-watch": {
         "task": "payments.tasks.authorizations_watch_task",
         "schedule": 3600.0,
@@ -251,6 +264,13 @@ PAYMENTS_FRAME_ORIGINS = env_list("PAYMENTS_FRAME_ORIGINS", [])
 # The provider's checkout SDK script; empty: {PAYMENTS_API_BASE_URL}/sdk/v1/checkout.js.
 PAYMENTS_SDK_URL = env_str("PAYMENTS_SDK_URL")
 CONTENT_SECURITY_POLICY = content_security_policy(report_uri="/csp-report/")
+
+# Interest-free monthly installments ("meses sin intereses"): offered from this order total, in
+# these numbers of months (2 to 48), to cards whose BIN the catalogue's installment_pattern names.
+SHOP_INSTALLMENTS_MIN_TOTAL = env_decimal("SHOP_INSTALLMENTS_MIN_TOTAL", "1500.00")
+SHOP_INSTALLMENTS_PLANS = env_int_list(
+    "SHOP_INSTALLMENTS_PLANS", [3, 6, 9, 12], lowest=2, highest=48
+)
 
 # Abuse limits (counted in the cache: Redis when REDIS_URL is set). Rates are "count/period",
 # period s, m, h or d with an optional multiplier ("8/10m").

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from sandbox.provider.clock import iso
@@ -103,7 +103,8 @@ def payment_json(
     pending_action: dict[str, str] = {}
     if payment.status == PaymentStatus.PENDING and payment.challenge_id:
         pending_action = {"type": "open_modal", "url": f"{base_url}/3ds/{payment.challenge_id}"}
-    installment_amount = money(payment.amount / payment.installments)
+    # The amount divided by the installments, rounded to cents (half up, as shops write it).
+    installment_amount = (payment.amount / payment.installments).quantize(CENT, ROUND_HALF_UP)
     return {
         "id": str(payment.id),
         "amount": money(payment.amount),

@@ -13,6 +13,32 @@
   var card = sdk.element("Card", { theme: cfg.theme, locale: cfg.locale });
   card.mount("#card-element");
 
+  // Interest-free installments: offered while the card form reports a BIN that the catalogue's
+  // installment_pattern of its brand names (the server checks it again, the provider last).
+  var plans = document.getElementById("installments");
+  var patternsScript = document.getElementById("installment-patterns");
+  var patterns = patternsScript ? JSON.parse(patternsScript.textContent) : {};
+  var cardBin = "";
+
+  function offersInstallments(brand, bin) {
+    if (!plans || !brand || !bin || !patterns[brand]) return false;
+    try { return new RegExp(patterns[brand]).test(bin); } catch (e) { return false; }
+  }
+
+  card.on("change", function (event) {
+    cardBin = event && event.bin ? event.bin : "";
+    var offered = offersInstallments(event && event.brand, cardBin);
+    if (!plans || plans.hidden === !offered) return;
+    plans.hidden = !offered;
+    if (!offered) plans.querySelector('input[value="1"]').checked = true;
+  });
+
+  function chosenInstallments() {
+    if (!plans || plans.hidden) return 1;
+    var chosen = plans.querySelector("input:checked");
+    return chosen ? parseInt(chosen.value, 10) : 1;
+  }
+
   var busy = false;
   var attemptId = newAttemptId();
   var challenge = null; // {paymentId, origin, frame, timer}
@@ -83,6 +109,7 @@
       return postJSON(cfg.attemptUrl, {
         card_token: answers[0].id, attempt_id: attemptId,
         session_id: answers[1].session_id, user_agent: answers[1].user_agent,
+        installments: chosenInstallments(), card_bin: cardBin,
       }).then(handle);
     }, function (error) {
       // CL2200 / CL2290 are shown inside the card form; anything else gets a general message.

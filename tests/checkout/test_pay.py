@@ -125,7 +125,10 @@ def test_approved_card_pays_the_order(
     with django_capture_on_commit_callbacks(execute=True):
         response = attempt(browser, order, token(shop))
     assert mail.outbox == []  # not inside the shopper's request
-    assert run_queued() == ["checkout.tasks.order_send_confirmation_task"]
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     assert response.status_code == 200
     body = response.json()
     assert body["result"] == "approved"
@@ -200,7 +203,10 @@ def test_manual_capture_holds_the_amount(
     settings.PAYMENTS_CAPTURE_METHOD = "manual"
     with django_capture_on_commit_callbacks(execute=True):
         body = attempt(browser, order, token(shop, MASTER)).json()
-    run_queued()
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     assert body["result"] == "authorized"
     assert body["order_status"] == OrderStatus.AUTHORIZED
     assert body["redirect"] == order_url(order)
@@ -226,6 +232,7 @@ def test_three_ds_card_then_challenge_passed(
     assert body["three_ds_url"].startswith(shop.base_url)
     assert body["payment_id"]
     assert body["redirect"] == ""
+    assert run_queued() == ["checkout.tasks.order_sync_task"]
     assert status(order) == OrderStatus.AWAITING_AUTHENTICATION
     assert mail.outbox == []
 
@@ -244,13 +251,20 @@ def test_three_ds_card_then_challenge_passed(
     assert result["order_status"] == OrderStatus.PAID
     assert result["redirect"] == order_url(order)
     assert result["payment_id"] == body["payment_id"]
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     assert status(order) == OrderStatus.PAID
-    run_queued()
     assert len(mail.outbox) == 1
 
 
 def test_three_ds_challenge_failed_then_retry(
-    shop: Api, browser: Client, order: Order, django_capture_on_commit_callbacks: Any
+    shop: Api,
+    browser: Client,
+    order: Order,
+    django_capture_on_commit_callbacks: Any,
+    run_queued: Any,
 ) -> None:
     """A failed challenge leaves the order payable (payment_failed); a new card then pays it."""
     body = attempt(browser, order, token(shop, THREE_DS)).json()
@@ -260,9 +274,14 @@ def test_three_ds_challenge_failed_then_retry(
     assert result["result"] == "rejected"
     assert result["redirect"] == ""
     assert result["message"]
+    assert run_queued() == ["checkout.tasks.order_sync_task"]
     assert status(order) == OrderStatus.PAYMENT_FAILED
     with django_capture_on_commit_callbacks(execute=True):
         assert attempt(browser, order, token(shop)).json()["result"] == "approved"
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     assert status(order) == OrderStatus.PAID
 
 
@@ -282,6 +301,7 @@ def test_declined_card_then_a_new_attempt_pays(
     assert body["order_status"] == OrderStatus.PAYMENT_FAILED
     assert isinstance(body["message"], str) and body["message"]
     assert body["redirect"] == ""
+    assert run_queued() == ["checkout.tasks.order_sync_task"]
     assert status(order) == OrderStatus.PAYMENT_FAILED
     assert mail.outbox == []
     page = html(browser.get(reverse("checkout:pay", args=[order.reference])))
@@ -291,10 +311,13 @@ def test_declined_card_then_a_new_attempt_pays(
         second = attempt(browser, order, token(shop)).json()
     assert second["result"] == "approved"
     assert second["payment_id"] != body["payment_id"]
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     assert status(order) == OrderStatus.PAID
     assert len(shop.payments()) == 2
     assert Payment.objects.filter(external_reference=order.reference).count() == 2
-    run_queued()
     assert len(mail.outbox) == 1
 
 
@@ -340,15 +363,25 @@ def test_same_declined_attempt_twice(shop: Api, browser: Client, order: Order) -
 
 
 def test_paid_order_refuses_a_new_attempt(
-    shop: Api, browser: Client, order: Order, django_capture_on_commit_callbacks: Any
+    shop: Api,
+    browser: Client,
+    order: Order,
+    django_capture_on_commit_callbacks: Any,
+    run_queued: Any,
 ) -> None:
-    """Once paid, a new attempt is a 409 and makes no second payment."""
+    """Once paid, a new attempt is a 409 and makes no second payment: at once (before the
+    order's sync task has run), and after it."""
     with django_capture_on_commit_callbacks(execute=True):
         assert attempt(browser, order, token(shop)).json()["result"] == "approved"
     response = attempt(browser, order, token(shop))
     assert_error(response, 409, "conflict")
-    assert len(shop.payments()) == 1
+    assert run_queued() == [
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_send_confirmation_task",
+    ]
     assert status(order) == OrderStatus.PAID
+    assert_error(attempt(browser, order, token(shop)), 409, "conflict")
+    assert len(shop.payments()) == 1
 
 
 @pytest.mark.parametrize("closed", ["paid", "authorized", "cancelled", "refunded"])

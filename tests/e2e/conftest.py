@@ -40,9 +40,10 @@ def e2e_browser(playwright_browser: Any) -> Any:
 
 
 @pytest.fixture
-def shop(live_server: Any, provider: Api, settings: Any) -> Shop:
+def shop(live_server: Any, provider: Api, settings: Any, worker: Any) -> Shop:
     """The shop on the live server, paying through a freshly reset sandbox, with the demo
-    catalogue and an empty cache (the payment methods catalogue is cached)."""
+    catalogue, an empty cache (the payment methods catalogue is cached) and a Celery worker
+    (orders follow their payments by a task, as in production)."""
     settings.SHOP_BASE_URL = live_server.url
     clear_cache()
     call_command("seed_demo", verbosity=0)
@@ -50,8 +51,10 @@ def shop(live_server: Any, provider: Api, settings: Any) -> Shop:
 
 
 def open_page(browser: Any, viewport: dict[str, int] | None = None, **options: Any) -> Any:
-    """A page in a fresh context (no cookies), in Spanish like the shop's shoppers."""
-    context = browser.new_context(locale="es-MX", viewport=viewport or DESKTOP, **options)
+    """A page in a fresh context (no cookies), in Spanish like the shop's shoppers unless
+    another `locale` is given."""
+    options.setdefault("locale", "es-MX")
+    context = browser.new_context(viewport=viewport or DESKTOP, **options)
     page = context.new_page()
     page.set_default_timeout(15_000)
     return page

@@ -1,0 +1,92 @@
+"""Interest-free monthly installments ("meses sin intereses"): which plans an order may be paid
+in, and the check the server makes again before a payment asks for one (the browser is not
+trusted). Whether the card has them is the catalogue's `installment_pattern` for its BIN; the
+provider has the last word (CL2210)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.conf import settings
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+from checkout.templatetags.shop import mxn
+from payments.catalogue import installments_allowed
+from payments.models import Payment, PaymentStatus
+
+CENT = Decimal("0.01")
+CHARGED = (PaymentStatus.AUTHORIZED, PaymentStatus.APPROVED, PaymentStatus.REFUNDED)
+
+
+class InstallmentsRefused(Exception):
+    """An installment plan this order or card cannot have, with a message for the shopper."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Plan:
+    months: int
+    monthly: Decimal
+
+    @property
+    def label(self) -> str:
+        return ngettext(
+            "%(months)d interest-free monthly payment of %(amount)s",
+            "%(months)d interest-free monthly payments of %(amount)s",
+            self.months,
+        ) % {"months": self.months, "amount": mxn(self.monthly)}
+
+
+def plan_text(months: int, monthly: Decimal | None) -> str:
+    """How staff and shoppers read a plan: `6 × $300.00`."""
+    return f"{months} × {mxn(monthly)}"
+
+
+def order_installments(payments: list[Payment]) -> str:
+    """The plan of the order's charge when it is paid in installments (`plan_text`), else ''."""
+    paying = [p for p in payments if p.installments > 1 and p.status in CHARGED]
+    if not paying:
+        return ""
+    last = paying[-1]
+    return _("%(plan)s, interest-free") % {
+        "plan": plan_text(last.installments, last.installment_amount)
+    }
+
+
+def monthly_amount(total: Decimal, months: int) -> Decimal:
+    """Each monthly payment: the total divided by the months, rounded to cents (as the
+    provider's `installment_amount`)."""
+    return (total / months).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def plans_for(total: Decimal) -> list[Plan]:
+    """The plans an order of this total may be paid in (none below the minimum total)."""
+    if total < settings.SHOP_INSTALLMENTS_MIN_TOTAL:
+        return []
+    return [
+        Plan(months, monthly_amount(total, months)) for months in settings.SHOP_INSTALLMENTS_PLANS
+    ]
+
+
+def check_installments(*, total: Decimal, installments: int, card_bin: str) -> None:
+    """Refuse (InstallmentsRefused) a plan that is not offered for this total, or a card whose
+    BIN has no installments; paying in full (1) is always allowed."""
+    if installments == 1:
+        return
+    if installments not in settings.SHOP_INSTALLMENTS_PLANS:
+        raise InstallmentsRefused(
+            _("Choose to pay in full or in %(plans)s interest-free monthly payments.")
+            % {"plans": ", ".join(str(p) for p in settings.SHOP_INSTALLMENTS_PLANS)}
+        )
+    if total < settings.SHOP_INSTALLMENTS_MIN_TOTAL:
+        raise InstallmentsRefused(
+            _("Interest-free monthly payments are for orders of %(minimum)s or more.")
+            % {"minimum": mxn(settings.SHOP_INSTALLMENTS_MIN_TOTAL)}
+        )
+    if not card_bin or not installments_allowed(bin_=card_bin, total=total):
+        raise InstallmentsRefused(_("This card has no interest-free installments."))
