@@ -1,82 +1,142 @@
-"""Orders and products in the staff admin. Orders are read-only: they move with payments."""
+"""Orders and products in the staff admin. An order is changed only by its actions (ship,
+cancel, refund, refresh: `checkout.admin_actions`); its status follows its payments."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest
-from django.urls import reverse
-from django.utils.html import format_html
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext_lazy as _
 
+from checkout.admin_actions import OrderActionsMixin, available_actions
 from checkout.installments import order_installments
 from checkout.models import Order, OrderItem, Product
-from checkout.selectors import order_payments
+from checkout.selectors import order_ledger, order_payments, with_charged
+from checkout.templatetags.shop import mxn
 
 
 @admin.register(Product)
 class ProductAdmin(admin.ModelAdmin):
-    list_display = ["name", "price", "stock", "active"]
+    list_display = ["name", "unit_price", "stock", "active"]
     list_filter = ["active"]
     search_fields = ["name", "name_en", "slug"]
     prepopulated_fields = {"slug": ["name"]}
+
+    @admin.display(description=_("price"), ordering="price")
+    def unit_price(self, obj: Product) -> str:
+        return f"{mxn(obj.price)} MXN"
 
 
 class OrderItemInline(admin.TabularInline):
     model = OrderItem
     extra = 0
     can_delete = False
-    fields = ["name", "unit_price", "quantity"]
+    fields = ["name", "price", "quantity", "quantity_shipped", "quantity_restocked", "line"]
     readonly_fields = fields
+    verbose_name = _("item")
+    verbose_name_plural = _("items")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description=_("unit price"))
+    def price(self, obj: OrderItem) -> str:
+        return mxn(obj.unit_price)
+
+    @admin.display(description=_("line total"))
+    def line(self, obj: OrderItem) -> str:
+        return mxn(obj.line_total)
+
 
 @admin.register(Order)
-class OrderAdmin(admin.ModelAdmin):
-    list_display = ["reference", "status", "total", "customer_name", "email", "created_at"]
-    list_filter = ["status"]
-    search_fields = ["reference", "email", "last_name"]
-    inlines = [OrderItemInline]
-    readonly_fields = [
+class OrderAdmin(OrderActionsMixin):
+    """The staff's main screen: the order, its customer, its payments and their ledger, and
+    the actions the staff member may take on it."""
+
+    list_display = [
         "reference",
-        "status",
-        "total",
-        "currency",
-        "payments",
-        "installments",
-        "first_name",
-        "last_name",
-        "email",
-        "phone",
-        "street",
-        "number",
-        "colony",
-        "city",
-        "state",
-        "postal_code",
-        "country",
-        "language",
-        "confirmation_sent_at",
         "created_at",
+        "customer_name",
+        "amount",
+        "charged",
+        "status",
+        "fulfilment",
+        "installments",
     ]
-    exclude = ["updated_at"]
+    list_filter = ["status", "fulfilment"]
+    search_fields = ["reference", "email", "last_name"]
+    date_hierarchy = "created_at"
+    inlines = [OrderItemInline]
+    actions = ["ship_selected"]
+    change_form_template = "admin/checkout/order/change_form.html"
+    fieldsets = [
+        (None, {"fields": ["reference", "status", "fulfilment", "amount", "installments"]}),
+        (
+            _("Customer"),
+            {"fields": ["customer_name", "email", "phone", "address", "language"]},
+        ),
+        (_("Dates"), {"fields": ["created_at", "confirmation_sent_at"]}),
+    ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [f for _name, options in self.fieldsets for f in options["fields"]]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # orders move through their actions only
+
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        order = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if order is not None:
+            payments = order_payments(order)
+            context.update(
+                order_actions=available_actions(request, order),
+                order_payments=payments,
+                ledger=order_ledger(order, payments),
+            )
+        return super().change_view(request, object_id, form_url, context)
+
+    @admin.display(description=_("total"), ordering="total")
+    def amount(self, obj: Order) -> str:
+        return f"{mxn(obj.total)} {obj.currency}"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Order]:
+        return with_charged(super().get_queryset(request))
+
+    @admin.display(description=_("charged"), ordering="charged_amount")
+    def charged(self, obj: Order) -> str:
+        """What the customer's card was charged, net of refunds (after a partial shipment,
+        less than the total: the rest of the hold was released)."""
+        return mxn(getattr(obj, "charged_amount", None) or 0)
+
+    @admin.display(description=_("customer"))
+    def customer_name(self, obj: Order) -> str:
+        return obj.customer_name
+
+    @admin.display(description=_("address"))
+    def address(self, obj: Order) -> str:
+        return (
+            f"{obj.street} {obj.number}, {obj.colony}, {obj.postal_code} {obj.city}, "
+            f"{obj.state}, {obj.country}"
+        )
 
     @admin.display(description=_("installments"))
     def installments(self, obj: Order) -> str:
         return order_installments(order_payments(obj)) or "—"
-
-    @admin.display(description="payments")
-    def payments(self, obj: Order) -> str:
-        url = reverse("admin:payments_payment_changelist")
-        return format_html(
-            '<a href="{}?q={}">See the payments of {}</a>', url, obj.reference, obj.reference
-        )

@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CheckoutConfig(AppConfig):
     name = "checkout"
-    verbose_name = "Checkout"
+    verbose_name = _("Shop")
 
     def ready(self) -> None:
         from checkout import receivers  # noqa: F401  (connects the signal receivers)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import secrets
 from decimal import Decimal
 
+from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
@@ -70,6 +71,13 @@ class OrderStatus(models.TextChoices):
     PARTIALLY_REFUNDED = "partially_refunded", _("Partially refunded")
 
 
+class Fulfilment(models.TextChoices):
+    UNFULFILLED = "unfulfilled", _("Not shipped")
+    PARTIALLY_SHIPPED = "partially_shipped", _("Partly shipped")
+    SHIPPED = "shipped", _("Shipped")
+    CANCELLED = "cancelled", _("Cancelled")
+
+
 PAYABLE_STATUSES = frozenset(
     {
         OrderStatus.AWAITING_PAYMENT,
@@ -80,11 +88,19 @@ PAYABLE_STATUSES = frozenset(
 
 
 class Order(models.Model):
-    reference = models.CharField(max_length=16, unique=True, default=new_reference)
+    reference = models.CharField(_("reference"), max_length=16, unique=True, default=new_reference)
     status = models.CharField(
+        _("payment"),
         max_length=32,
         choices=OrderStatus.choices,
         default=OrderStatus.AWAITING_PAYMENT,
+        db_index=True,
+    )
+    fulfilment = models.CharField(
+        _("shipping"),
+        max_length=20,
+        choices=Fulfilment.choices,
+        default=Fulfilment.UNFULFILLED,
         db_index=True,
     )
     first_name = models.CharField(_("first name"), max_length=100)
@@ -98,17 +114,21 @@ class Order(models.Model):
     state = models.CharField(_("state"), max_length=60)
     postal_code = models.CharField(_("postal code"), max_length=5)
     country = models.CharField(_("country"), max_length=2, default="MX")
-    total = models.DecimalField(max_digits=12, decimal_places=2)
-    currency = models.CharField(max_length=3, default="MXN")
-    language = models.CharField(max_length=8, default="es")
-    confirmation_sent_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
+    total = models.DecimalField(_("total"), max_digits=12, decimal_places=2)
+    currency = models.CharField(_("currency"), max_length=3, default="MXN")
+    language = models.CharField(_("language"), max_length=8, default="es")
+    confirmation_sent_at = models.DateTimeField(_("confirmation mailed"), null=True, blank=True)
+    created_at = models.DateTimeField(_("placed"), default=timezone.now)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
         ordering = ["-created_at"]
         verbose_name = _("order")
         verbose_name_plural = _("orders")
+        permissions = [
+            ("ship_order", _("Can ship orders")),
+            ("cancel_order", _("Can cancel orders")),
+        ]
 
     def __str__(self) -> str:
         return self.reference
@@ -123,18 +143,72 @@ class Order(models.Model):
 
 
 class OrderItem(models.Model):
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="items")
-    product = models.ForeignKey(Product, on_delete=models.PROTECT, related_name="+")
-    name = models.CharField(max_length=120)
-    unit_price = models.DecimalField(max_digits=10, decimal_places=2)
-    quantity = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    order = models.ForeignKey(
+        Order, on_delete=models.CASCADE, related_name="items", verbose_name=_("order")
+    )
+    product = models.ForeignKey(
+        Product, on_delete=models.PROTECT, related_name="+", verbose_name=_("product")
+    )
+    name = models.CharField(_("name"), max_length=120)
+    unit_price = models.DecimalField(_("unit price"), max_digits=10, decimal_places=2)
+    quantity = models.PositiveIntegerField(_("quantity"), validators=[MinValueValidator(1)])
+    # Of `quantity`: sent to the customer, and put back in stock (cancelled, released or
+    # returned). What is neither is still to ship.
+    quantity_shipped = models.PositiveIntegerField(_("shipped"), default=0)
+    quantity_restocked = models.PositiveIntegerField(_("back in stock"), default=0)
 
     class Meta:
         ordering = ["id"]
+        verbose_name = _("item")
+        verbose_name_plural = _("items")
 
     def __str__(self) -> str:
-        return f"{self.quantity} x {self.name}"
+        return f"{self.quantity} × {self.name}"
 
     @property
     def line_total(self) -> Decimal:
         return self.unit_price * self.quantity
+
+    @property
+    def left_to_ship(self) -> int:
+        return max(self.quantity - self.quantity_shipped - self.quantity_restocked, 0)
+
+
+class OrderEventKind(models.TextChoices):
+    SHIPPED = "shipped", _("Shipped")
+    CANCELLED = "cancelled", _("Cancelled")
+    REFUNDED = "refunded", _("Refunded")
+    RESTOCKED = "restocked", _("Back in stock")
+    REFRESHED = "refreshed", _("Refreshed from the provider")
+
+
+class OrderEvent(models.Model):
+    """Append-only ledger of what staff did to an order (the money is in its payments' ledger)."""
+
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="events", verbose_name=_("order")
+    )
+    kind = models.CharField(_("what"), max_length=16, choices=OrderEventKind.choices)
+    message = models.CharField(_("details"), max_length=500, blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("who"),
+    )
+    created_at = models.DateTimeField(_("when"), default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        verbose_name = _("order event")
+        verbose_name_plural = _("order events")
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()}: {self.message}"
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.pk is not None:
+            raise ValueError("order events are append-only")
+        super().save(*args, **kwargs)  # type: ignore[arg-type]

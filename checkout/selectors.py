@@ -3,8 +3,14 @@ importing checkout)."""
 
 from __future__ import annotations
 
-from checkout.models import Order
-from payments.models import Payment
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.db.models import F, OuterRef, QuerySet, Subquery, Sum
+
+from checkout.models import Order, OrderEvent
+from payments.models import Payment, PaymentEvent, PaymentStatus
 
 
 def order_reference_exists(reference: str) -> bool:
@@ -13,6 +19,69 @@ def order_reference_exists(reference: str) -> bool:
     return bool(reference) and Order.objects.filter(reference=reference).exists()
 
 
+def with_charged(orders: QuerySet[Order]) -> QuerySet[Order]:
+    """The orders with `charged_amount`: what their payments captured, net of refunds."""
+    net = (
+        Payment.objects.filter(external_reference=OuterRef("reference"))
+        .values("external_reference")
+        .annotate(net=Sum(F("captured_amount") - F("refunded_amount")))
+        .values("net")
+    )
+    return orders.annotate(charged_amount=Subquery(net))
+
+
 def order_payments(order: Order) -> list[Payment]:
     """The order's payment attempts, oldest first."""
     return list(Payment.objects.filter(external_reference=order.reference).order_by("created_at"))
+
+
+@dataclass(frozen=True)
+class LedgerLine:
+    when: datetime
+    what: str
+    detail: str
+    amount: Decimal | None
+    who: str
+    payment: Payment | None
+
+
+def order_ledger(order: Order, payments: list[Payment]) -> list[LedgerLine]:
+    """Everything that happened to the order and its payments, oldest first: the payments'
+    ledgers and the order's own (shipments, cancellation, items back in stock)."""
+    lines = [
+        LedgerLine(
+            event.created_at,
+            event.get_kind_display(),
+            " ".join(filter(None, [_status_change(event), event.message])),
+            event.amount,
+            event.actor.get_username() if event.actor else "",
+            event.payment,
+        )
+        for event in PaymentEvent.objects.filter(payment__in=payments).select_related(
+            "actor", "payment"
+        )
+    ]
+    lines += [
+        LedgerLine(
+            event.created_at,
+            event.get_kind_display(),
+            event.message,
+            None,
+            event.actor.get_username() if event.actor else "",
+            None,
+        )
+        for event in OrderEvent.objects.filter(order=order).select_related("actor")
+    ]
+    return sorted(lines, key=lambda line: line.when)
+
+
+def _status_change(event: PaymentEvent) -> str:
+    if not event.new_status or event.new_status == event.old_status:
+        return ""
+    names = dict(PaymentStatus.choices)
+    old = names.get(event.old_status, event.old_status)
+    return (
+        f"{old} → {names.get(event.new_status, event.new_status)}"
+        if old
+        else str(names.get(event.new_status, event.new_status))
+    )

@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 from django_ratelimit.decorators import ratelimit
 
 from config import views
@@ -8,9 +10,9 @@ from config.api import SchemaView
 from config.csp_reports import CspReportView
 from config.ratelimits import login_rate_per_address, login_rate_per_user, login_username
 
-admin.site.site_header = f"{settings.SHOP_NAME} · staff"
-admin.site.site_title = f"{settings.SHOP_NAME} staff"
-admin.site.index_title = "Payments, orders and subscriptions"
+admin.site.site_header = format_lazy("{} · {}", settings.SHOP_NAME, _("staff"))
+admin.site.site_title = format_lazy("{} · {}", settings.SHOP_NAME, _("staff"))
+admin.site.index_title = _("Orders, payments and subscriptions")
 # Password guessing: login POSTs are limited per client address and per username (429 beyond).
 _login = ratelimit(key=login_username, rate=login_rate_per_user, method="POST", block=True)(
     admin.site.login
@@ -18,6 +20,8 @@ _login = ratelimit(key=login_username, rate=login_rate_per_user, method="POST", 
 admin.site.login = ratelimit(  # type: ignore[method-assign]
     key="ip", rate=login_rate_per_address, method="POST", block=True
 )(_login)
+
+handler403 = views.permission_denied
 
 urlpatterns = [
     path("admin/", admin.site.urls),

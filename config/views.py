@@ -146,3 +146,25 @@ def ratelimited(request: HttpRequest, exception: Exception) -> HttpResponse:
         {"message": message, "shop_name": settings.SHOP_NAME},
         status=429,
     )
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A refusal (403), readable: in the staff admin on the admin's own page with the reason
+    the refusing view gave; on the shop, the shop's page."""
+    reason = str(exception) or _("You do not have the permission for this.")
+    if (
+        request.path.startswith("/admin/")
+        and getattr(request, "user", None)
+        and request.user.is_staff
+    ):
+        from django.contrib import admin
+
+        context = {
+            **admin.site.each_context(request),
+            "title": _("You cannot do this"),
+            "reason": reason,
+        }
+        return render(request, "admin/forbidden.html", context, status=403)
+    return render(
+        request, "403.html", {"reason": reason, "shop_name": settings.SHOP_NAME}, status=403
+    )

@@ -9,19 +9,21 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.auth.models import Permission
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.views.decorators.http import require_POST
 
 from payments import services
 from payments.errors import PaymentError
@@ -48,14 +50,27 @@ BADGE_COLOURS = {
 }
 
 
+def money(value: Decimal | None) -> str:
+    """Mexican pesos as the whole admin writes them: $1,290.00."""
+    return "—" if value is None else f"${value:,.2f}"
+
+
+class MoneyColumns:
+    """The amounts of a row, written $1,290.00."""
+
+    @admin.display(description=_("amount"), ordering="amount")
+    def amount_shown(self, obj: Any) -> str:
+        return money(obj.amount)
+
+
 class ExpiringSoonFilter(admin.SimpleListFilter):
-    title = "authorization expiry"
+    title = _("authorization expiry")
     parameter_name = "expiring"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [
-            ("soon", f"Expires within {EXPIRY_WARNING_DAYS} days"),
-            ("all", "Any authorization"),
+            ("soon", _("Expires within %(days)d days") % {"days": EXPIRY_WARNING_DAYS}),
+            ("all", _("Any authorization")),
         ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Payment]) -> QuerySet[Payment]:
@@ -79,15 +94,15 @@ class ReadOnlyInline(admin.TabularInline):
         return False
 
 
-class PaymentEventInline(ReadOnlyInline):
+class PaymentEventInline(MoneyColumns, ReadOnlyInline):
     model = PaymentEvent
-    verbose_name_plural = "ledger"
+    verbose_name_plural = _("ledger")
     fields = [
         "created_at",
         "kind",
         "old_status",
         "new_status",
-        "amount",
+        "amount_shown",
         "message",
         "error_code",
         "actor",
@@ -98,13 +113,41 @@ class PaymentEventInline(ReadOnlyInline):
         return super().get_queryset(request).select_related("actor")
 
 
-class RefundInline(ReadOnlyInline):
+class RefundInline(MoneyColumns, ReadOnlyInline):
     model = Refund
-    fields = ["created_at", "provider_id", "amount", "status", "reason", "actor"]
+    fields = ["created_at", "provider_id", "amount_shown", "status", "reason", "actor"]
     readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Refund]:
         return super().get_queryset(request).select_related("actor")
+
+
+# What staff read once an action is done (the admin's LogEntry keeps the English verb).
+DONE = {
+    "captured": _("captured"),
+    "cancelled": _("cancelled"),
+    "refreshed": _("refreshed"),
+    "cancelled the authorization": _("authorization cancelled"),
+    "closed as not created": _("closed as not created"),
+    "refreshed from the provider": _("refreshed from the provider"),
+}
+
+
+def _done(payment: Payment, verb: str) -> str:
+    """`ORD-…: captured $250.00.`, in the staff member's language."""
+    word, _space, amount = verb.partition(" $")
+    if amount and word in ("captured", "refunded"):
+        done = {
+            "captured": gettext("captured %(amount)s"),
+            "refunded": gettext("refunded %(amount)s"),
+        }
+        text = done[word] % {"amount": money(Decimal(amount))}
+    else:
+        text = str(DONE.get(verb, verb))
+    return gettext("%(reference)s: %(done)s.") % {
+        "reference": payment.external_reference,
+        "done": text,
+    }
 
 
 def _permission(action: str) -> str:
@@ -112,13 +155,13 @@ def _permission(action: str) -> str:
 
 
 @admin.register(Payment)
-class PaymentAdmin(admin.ModelAdmin):
+class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
     list_display = [
         "external_reference",
         "status_badge",
-        "amount",
-        "captured_amount",
-        "refunded_amount",
+        "amount_shown",
+        "captured_shown",
+        "refunded_shown",
         "card",
         "installments_plan",
         "capture_method",
@@ -142,18 +185,18 @@ class PaymentAdmin(admin.ModelAdmin):
                     "status_code",
                     "status_message",
                     "capture_method",
-                    "amount",
-                    "captured_amount",
-                    "refunded_amount",
+                    "amount_shown",
+                    "captured_shown",
+                    "refunded_shown",
                     "currency",
                     "description",
                     "customer_email",
                 ]
             },
         ),
-        ("Card", {"fields": ["card_brand", "card_last_digits", "installments_plan"]}),
+        (_("Card"), {"fields": ["card_brand", "card_last_digits", "installments_plan"]}),
         (
-            "Provider",
+            _("Provider"),
             {
                 "fields": [
                     "provider_id",
@@ -193,11 +236,11 @@ class PaymentAdmin(admin.ModelAdmin):
         return request.user.has_perm(_permission("close"))
 
     def has_refresh_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
+        return request.user.has_perm(_permission("refresh"))
 
     # --- List columns -----------------------------------------------------------------------
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=_("status"), ordering="status")
     def status_badge(self, obj: Payment) -> str:
         colour = BADGE_COLOURS.get(obj.status, "#475467")
         return format_html(
@@ -207,7 +250,15 @@ class PaymentAdmin(admin.ModelAdmin):
             obj.get_status_display(),
         )
 
-    @admin.display(description="card")
+    @admin.display(description=_("captured"), ordering="captured_amount")
+    def captured_shown(self, obj: Payment) -> str:
+        return money(obj.captured_amount)
+
+    @admin.display(description=_("refunded"), ordering="refunded_amount")
+    def refunded_shown(self, obj: Payment) -> str:
+        return money(obj.refunded_amount)
+
+    @admin.display(description=_("card"))
     def card(self, obj: Payment) -> str:
         if not obj.card_last_digits:
             return "—"
@@ -224,25 +275,27 @@ class PaymentAdmin(admin.ModelAdmin):
             return "—"
         amount = obj.installment_amount
         return (
-            f"{obj.installments} × ${amount:,.2f}" if amount is not None else str(obj.installments)
+            f"{obj.installments} × {money(amount)}" if amount is not None else str(obj.installments)
         )
 
-    @admin.display(description="expires", ordering="authorization_expires_at")
+    @admin.display(description=_("expires"), ordering="authorization_expires_at")
     def expires(self, obj: Payment) -> str:
         days = obj.days_to_expiry()
         if days is None:
             return "—"
         if days < 0:
-            text = "expired"
+            text = gettext("expired")
         elif days == 0:
-            text = "expires today"
+            text = gettext("expires today")
         else:
-            text = f"expires in {days} day{'s' if days != 1 else ''}"
+            text = ngettext("expires in %(days)d day", "expires in %(days)d days", days) % {
+                "days": days
+            }
         if days < EXPIRY_WARNING_DAYS:
             return format_html('<strong style="color:#b42318">{}</strong>', text)
         return text
 
-    @admin.display(description="provider snapshot")
+    @admin.display(description=_("provider snapshot"))
     def provider_snapshot(self, obj: Payment) -> str:
         return format_html(
             "<pre style='max-height:28em;overflow:auto'>{}</pre>",
@@ -270,11 +323,9 @@ class PaymentAdmin(admin.ModelAdmin):
                 )
             else:
                 self.log_change(request, payment, f"{verb} from the payment list")
-                self.message_user(
-                    request, f"{payment.external_reference}: {verb}.", messages.SUCCESS
-                )
+                self.message_user(request, _done(payment, verb), messages.SUCCESS)
 
-    @admin.action(description="Capture selected authorizations in full", permissions=["capture"])
+    @admin.action(description=_("Capture selected authorizations in full"), permissions=["capture"])
     def capture_selected(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
         self._each(
             request,
@@ -283,7 +334,7 @@ class PaymentAdmin(admin.ModelAdmin):
             lambda p: services.payment_capture(payment=p, actor=request.user),
         )
 
-    @admin.action(description="Cancel selected authorizations", permissions=["cancel"])
+    @admin.action(description=_("Cancel selected authorizations"), permissions=["cancel"])
     def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
         self._each(
             request,
@@ -292,7 +343,7 @@ class PaymentAdmin(admin.ModelAdmin):
             lambda p: services.payment_cancel(payment=p, actor=request.user),
         )
 
-    @admin.action(description="Refresh selected from the provider", permissions=["refresh"])
+    @admin.action(description=_("Refresh selected from the provider"), permissions=["refresh"])
     def refresh_selected(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
         self._each(
             request,
@@ -309,16 +360,8 @@ class PaymentAdmin(admin.ModelAdmin):
             path("<int:pk>/capture/", wrap(self.capture_view), name="payments_payment_capture"),
             path("<int:pk>/cancel/", wrap(self.cancel_view), name="payments_payment_cancel"),
             path("<int:pk>/refund/", wrap(self.refund_view), name="payments_payment_refund"),
-            path(
-                "<int:pk>/refresh/",
-                wrap(require_POST(self.refresh_view)),
-                name="payments_payment_refresh",
-            ),
-            path(
-                "<int:pk>/close/",
-                wrap(require_POST(self.close_view)),
-                name="payments_payment_close",
-            ),
+            path("<int:pk>/refresh/", wrap(self.refresh_view), name="payments_payment_refresh"),
+            path("<int:pk>/close/", wrap(self.close_view), name="payments_payment_close"),
             *super().get_urls(),
         ]
 
@@ -336,14 +379,20 @@ class PaymentAdmin(admin.ModelAdmin):
                 "capture": self.has_capture_permission(request) and payment.can_capture(),
                 "cancel": self.has_cancel_permission(request) and payment.can_cancel(),
                 "refund": self.has_refund_permission(request) and payment.can_refund(),
-                "refresh": bool(payment.provider_id),
+                "refresh": self.has_refresh_permission(request) and bool(payment.provider_id),
                 "close": self.has_close_permission(request) and payment.can_close(),
             }
         return super().change_view(request, object_id, form_url, context)
 
     def _payment_for(self, request: HttpRequest, pk: int, permission: str) -> Payment:
         if not request.user.has_perm(permission):
-            raise PermissionDenied
+            name = Permission.objects.filter(
+                content_type__app_label="payments", codename=permission.split(".")[-1]
+            ).first()
+            raise PermissionDenied(
+                _("This needs the “%(permission)s” permission.")
+                % {"permission": _(name.name) if name else permission}
+            )
         return get_object_or_404(Payment, pk=pk)
 
     def _back(self, payment: Payment) -> HttpResponseRedirect:
@@ -358,7 +407,7 @@ class PaymentAdmin(admin.ModelAdmin):
             self.message_user(request, exc.message, messages.ERROR)
             return False
         self.log_change(request, payment, verb)
-        self.message_user(request, f"{payment.external_reference}: {verb}.", messages.SUCCESS)
+        self.message_user(request, _done(payment, verb), messages.SUCCESS)
         return True
 
     def _form_page(
@@ -374,6 +423,8 @@ class PaymentAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "original": payment,
+            "captured": money(payment.captured_amount),
+            "refunded": money(payment.refunded_amount),
             "title": title,
             "form": form,
             "button": button,
@@ -399,8 +450,9 @@ class PaymentAdmin(admin.ModelAdmin):
             verb = {"capture": "captured", "refund": "refunded"}[action]
             self._run(request, payment, f"{verb} ${data['amount']}", lambda: run(payment, data))
             return self._back(payment)
-        title = f"{action.capitalize()} {payment.external_reference}"
-        return self._form_page(request, payment, title, form, action.capitalize())
+        button = {"capture": _("Capture"), "refund": _("Refund")}[action]
+        title = f"{button} {payment.external_reference}"
+        return self._form_page(request, payment, title, form, button)
 
     def capture_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         return self._amount_view(
@@ -427,9 +479,10 @@ class PaymentAdmin(admin.ModelAdmin):
         return self._form_page(
             request,
             payment,
-            f"Cancel the authorization of {payment.external_reference}?",
+            _("Cancel the authorization of %(reference)s?")
+            % {"reference": payment.external_reference},
             None,
-            "Yes, cancel it",
+            _("Yes, cancel it"),
             danger=True,
         )
 
@@ -447,6 +500,8 @@ class PaymentAdmin(admin.ModelAdmin):
 
     def close_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         payment = self._payment_for(request, pk, _permission("close"))
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
         self._run(
             request,
             payment,
@@ -456,7 +511,9 @@ class PaymentAdmin(admin.ModelAdmin):
         return self._back(payment)
 
     def refresh_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        payment = self._payment_for(request, pk, "payments.view_payment")
+        payment = self._payment_for(request, pk, _permission("refresh"))
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
         self._run(
             request,
             payment,
@@ -505,16 +562,16 @@ class SubscriptionAdmin(admin.ModelAdmin):
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("payments.cancel_subscription")
 
-    @admin.display(description="customer")
+    @admin.display(description=_("customer"))
     def customer_name(self, obj: Subscription) -> str:
         customer = obj.customer or {}
         return " ".join(filter(None, [customer.get("first_name"), customer.get("last_name")]))
 
-    @admin.display(description="invoices")
+    @admin.display(description=_("invoices"))
     def invoice_count(self, obj: Subscription) -> int:
         return len(obj.invoices or [])
 
-    @admin.action(description="Cancel selected subscriptions", permissions=["cancel"])
+    @admin.action(description=_("Cancel selected subscriptions"), permissions=["cancel"])
     def cancel_selected(
         self, request: HttpRequest, queryset: QuerySet[Subscription]
     ) -> TemplateResponse | None:
@@ -523,7 +580,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
                 **self.admin_site.each_context(request),
                 "opts": self.model._meta,
                 "subscriptions": queryset,
-                "title": "Cancel these subscriptions?",
+                "title": _("Cancel these subscriptions?"),
                 "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
             }
             return TemplateResponse(
@@ -539,7 +596,9 @@ class SubscriptionAdmin(admin.ModelAdmin):
             else:
                 self.log_change(request, subscription, "cancelled at the provider")
                 self.message_user(
-                    request, f"{subscription.provider_id}: cancelled.", messages.SUCCESS
+                    request,
+                    _("%(subscription)s: cancelled.") % {"subscription": subscription.provider_id},
+                    messages.SUCCESS,
                 )
         return None
 
@@ -552,7 +611,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
         if not request.user.has_perm("payments.add_subscription"):
-            raise PermissionDenied
+            raise PermissionDenied(_("Importing subscriptions needs the permission to add them."))
         form = SubscriptionImportForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             try:
@@ -563,15 +622,19 @@ class SubscriptionAdmin(admin.ModelAdmin):
                 form.add_error("provider_id", exc.message)
             else:
                 self.log_addition(request, subscription, "imported from the provider")
-                self.message_user(request, f"Imported {subscription}.", messages.SUCCESS)
+                self.message_user(
+                    request,
+                    _("Imported %(subscription)s.") % {"subscription": subscription},
+                    messages.SUCCESS,
+                )
                 return HttpResponseRedirect(
                     reverse("admin:payments_subscription_change", args=[subscription.pk])
                 )
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": "Import a subscription from the provider",
+            "title": _("Import a subscription from the provider"),
             "form": form,
-            "button": "Import",
+            "button": _("Import"),
         }
         return TemplateResponse(request, "admin/payments/payment/action.html", context)

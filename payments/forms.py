@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from payments.models import Payment
 
@@ -14,7 +15,8 @@ class _AmountForm(forms.Form):
         max_digits=12,
         decimal_places=2,
         min_value=Decimal("0.01"),
-        error_messages={"min_value": "The amount must be greater than zero."},
+        localize=False,
+        error_messages={"min_value": _("The amount must be greater than zero.")},
     )
 
     def __init__(self, *args: object, payment: Payment, maximum: Decimal, **kwargs: object) -> None:
@@ -22,12 +24,19 @@ class _AmountForm(forms.Form):
         self.payment = payment
         self.maximum = maximum
         self.fields["amount"].initial = maximum
-        self.fields["amount"].help_text = f"At most ${maximum} {payment.currency}."
+        self.fields["amount"].label = _("Amount")
+        self.fields["amount"].help_text = _("At most %(maximum)s %(currency)s.") % {
+            "maximum": f"${maximum:,.2f}",
+            "currency": payment.currency,
+        }
 
     def clean_amount(self) -> Decimal:
         amount: Decimal = self.cleaned_data["amount"]
         if amount > self.maximum:
-            raise forms.ValidationError(f"The amount cannot be more than ${self.maximum}.")
+            raise forms.ValidationError(
+                _("The amount cannot be more than %(maximum)s.")
+                % {"maximum": f"${self.maximum:,.2f}"}
+            )
         return amount
 
 
@@ -38,8 +47,8 @@ class CaptureForm(_AmountForm):
 class RefundForm(_AmountForm):
     """Refund up to what is left to refund (default: all of it)."""
 
-    reason = forms.CharField(max_length=255, required=False)
+    reason = forms.CharField(label=_("Reason"), max_length=255, required=False)
 
 
 class SubscriptionImportForm(forms.Form):
-    provider_id = forms.UUIDField(label="Subscription id at the provider")
+    provider_id = forms.UUIDField(label=_("Subscription id at the provider"))

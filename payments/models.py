@@ -14,6 +14,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext_lazy as _
 
 AUTHORIZATION_VALIDITY = timedelta(days=30)
 # Staff are warned this long before an uncaptured authorization expires (at 27 days).
@@ -22,16 +23,16 @@ EXPIRY_WARNING_DAYS = 3
 
 class PaymentStatus(models.TextChoices):
     # Local states, before or without a provider answer.
-    CREATING = "creating", "Creating"
-    UNKNOWN = "unknown", "Outcome unknown"
-    FAILED = "failed", "Not created"
+    CREATING = "creating", _("Creating")
+    UNKNOWN = "unknown", _("Outcome unknown")
+    FAILED = "failed", _("Not created")
     # The provider's states.
-    PENDING = "pending", "Pending (3-D Secure)"
-    AUTHORIZED = "authorized", "Authorized"
-    APPROVED = "approved", "Approved"
-    REJECTED = "rejected", "Rejected"
-    CANCELLED = "cancelled", "Cancelled"
-    REFUNDED = "refunded", "Refunded"
+    PENDING = "pending", _("Pending (3-D Secure)")
+    AUTHORIZED = "authorized", _("Authorized")
+    APPROVED = "approved", _("Approved")
+    REJECTED = "rejected", _("Rejected")
+    CANCELLED = "cancelled", _("Cancelled")
+    REFUNDED = "refunded", _("Refunded")
 
 
 # An attempt whose create has no answer yet: it may or may not exist at the provider.
@@ -87,60 +88,80 @@ REACHABLE = _reachable(ALLOWED_TRANSITIONS)
 
 
 class CaptureMethod(models.TextChoices):
-    AUTOMATIC = "automatic", "Automatic"
-    MANUAL = "manual", "Manual (authorize, then capture)"
+    AUTOMATIC = "automatic", _("Automatic")
+    MANUAL = "manual", _("Manual (authorize, then capture)")
 
 
 class PaymentIntent(models.TextChoices):
     """An action in flight on a payment (compare-and-set; no lock held over HTTP)."""
 
-    NONE = "", "None"
-    CAPTURE = "capture", "Capture"
-    CANCEL = "cancel", "Cancel"
-    REFUND = "refund", "Refund"
-    REFRESH = "refresh", "Refresh"
+    NONE = "", _("None")
+    CAPTURE = "capture", _("Capture")
+    CANCEL = "cancel", _("Cancel")
+    REFUND = "refund", _("Refund")
+    REFRESH = "refresh", _("Refresh")
 
 
 class Payment(models.Model):
     # Unknown until the provider answers; NULL keeps several such attempts unique-safe.
-    provider_id = models.CharField(max_length=64, unique=True, null=True, blank=True)
-    external_reference = models.CharField("order reference", max_length=64, db_index=True)
-    idempotency_key = models.CharField(max_length=64, unique=True)
-    capture_method = models.CharField(max_length=16, choices=CaptureMethod.choices)
-    status = models.CharField(
-        max_length=16, choices=PaymentStatus.choices, default=PaymentStatus.CREATING, db_index=True
+    provider_id = models.CharField(
+        _("provider id"), max_length=64, unique=True, null=True, blank=True
     )
-    status_code = models.CharField("status detail", max_length=16, blank=True)
-    status_message = models.CharField(max_length=128, blank=True)
-    amount = models.DecimalField(max_digits=12, decimal_places=2)
-    captured_amount = models.DecimalField(max_digits=12, decimal_places=2, default=Decimal("0"))
-    refunded_amount = models.DecimalField(max_digits=12, decimal_places=2, default=Decimal("0"))
-    currency = models.CharField(max_length=3, default="MXN")
-    description = models.CharField(max_length=255, blank=True)
-    customer_email = models.EmailField(blank=True, db_index=True)
-    card_brand = models.CharField(max_length=16, blank=True)
-    card_last_digits = models.CharField(max_length=4, blank=True, db_index=True)
-    three_ds_url = models.URLField(max_length=500, blank=True)
-    provider_version = models.PositiveIntegerField(default=0)
-    snapshot = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
-    last_error = models.CharField(max_length=500, blank=True)
+    external_reference = models.CharField(_("order reference"), max_length=64, db_index=True)
+    idempotency_key = models.CharField(_("idempotency key"), max_length=64, unique=True)
+    capture_method = models.CharField(
+        _("capture method"), max_length=16, choices=CaptureMethod.choices
+    )
+    status = models.CharField(
+        _("status"),
+        max_length=16,
+        choices=PaymentStatus.choices,
+        default=PaymentStatus.CREATING,
+        db_index=True,
+    )
+    status_code = models.CharField(_("status detail"), max_length=16, blank=True)
+    status_message = models.CharField(_("status message"), max_length=128, blank=True)
+    amount = models.DecimalField(_("amount"), max_digits=12, decimal_places=2)
+    captured_amount = models.DecimalField(
+        _("captured amount"), max_digits=12, decimal_places=2, default=Decimal("0")
+    )
+    refunded_amount = models.DecimalField(
+        _("refunded amount"), max_digits=12, decimal_places=2, default=Decimal("0")
+    )
+    currency = models.CharField(_("currency"), max_length=3, default="MXN")
+    description = models.CharField(_("description"), max_length=255, blank=True)
+    customer_email = models.EmailField(_("customer email"), blank=True, db_index=True)
+    card_brand = models.CharField(_("card brand"), max_length=16, blank=True)
+    card_last_digits = models.CharField(
+        _("card last digits"), max_length=4, blank=True, db_index=True
+    )
+    three_ds_url = models.URLField(_("three ds url"), max_length=500, blank=True)
+    provider_version = models.PositiveIntegerField(_("provider version"), default=0)
+    snapshot = models.JSONField(_("snapshot"), default=dict, blank=True, encoder=DjangoJSONEncoder)
+    last_error = models.CharField(_("last error"), max_length=500, blank=True)
     # The create request, encrypted (payments/sealed.py), while its outcome is unknown: it is
     # sent again with the same idempotency key until the provider says what happened.
-    create_request = models.TextField(blank=True, editable=False)
-    intent = models.CharField(max_length=16, choices=PaymentIntent.choices, blank=True)
-    intent_started_at = models.DateTimeField(null=True, blank=True)
-    authorized_at = models.DateTimeField(null=True, blank=True)
-    authorization_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
-    expiry_warned_at = models.DateTimeField(null=True, blank=True)
-    last_synced_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
+    create_request = models.TextField(_("create request"), blank=True, editable=False)
+    intent = models.CharField(_("intent"), max_length=16, choices=PaymentIntent.choices, blank=True)
+    intent_started_at = models.DateTimeField(_("intent started at"), null=True, blank=True)
+    authorized_at = models.DateTimeField(_("authorized at"), null=True, blank=True)
+    authorization_expires_at = models.DateTimeField(
+        _("authorization expires at"), null=True, blank=True, db_index=True
+    )
+    expiry_warned_at = models.DateTimeField(_("expiry warned at"), null=True, blank=True)
+    last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     # Interest-free monthly installments ("meses sin intereses"): 1 is paid in full.
-    installments = models.PositiveSmallIntegerField(default=1)
-    installment_amount = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    installments = models.PositiveSmallIntegerField(_("installments"), default=1)
+    installment_amount = models.DecimalField(
+        _("installment amount"), max_digits=12, decimal_places=2, null=True, blank=True
+    )
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = _("payment")
+        verbose_name_plural = _("payments")
         # The orders' sweep reads the payments changed lately (checkout.tasks).
         indexes = [models.Index(fields=["updated_at"], name="payment_updated_at")]
         constraints = [
@@ -152,14 +173,15 @@ class Payment(models.Model):
             ),
         ]
         permissions = [
-            ("capture_payment", "Can capture payments"),
-            ("cancel_payment", "Can cancel payment authorizations"),
-            ("refund_payment", "Can refund payments"),
-            ("close_payment", "Can close payment attempts never created at the provider"),
+            ("capture_payment", _("Can capture payments")),
+            ("cancel_payment", _("Can cancel payment authorizations")),
+            ("refund_payment", _("Can refund payments")),
+            ("close_payment", _("Can close payment attempts never created at the provider")),
+            ("refresh_payment", _("Can read payments again from the provider")),
         ]
 
     def __str__(self) -> str:
-        return f"{self.external_reference} · {self.get_status_display()} · ${self.amount}"
+        return f"{self.external_reference} · {self.get_status_display()} · ${self.amount:,.2f}"
 
     @property
     def is_final(self) -> bool:
@@ -206,35 +228,46 @@ class Payment(models.Model):
 
 
 class PaymentEventKind(models.TextChoices):
-    CREATED = "created", "Created"
-    SYNCED = "synced", "Synced from provider"
-    CAPTURED = "captured", "Captured"
-    CANCELLED = "cancelled", "Cancelled"
-    REFUNDED = "refunded", "Refunded"
-    FAILED = "failed", "Failed attempt"
-    OUTCOME_UNKNOWN = "unknown", "Outcome unknown"
-    ADOPTED = "adopted", "Recovered from a notification"
-    EXPIRY_WARNING = "expiring", "Authorization expiring"
-    ANOMALY = "anomaly", "Provider anomaly"
+    CREATED = "created", _("Created")
+    SYNCED = "synced", _("Synced from provider")
+    CAPTURED = "captured", _("Captured")
+    CANCELLED = "cancelled", _("Cancelled")
+    REFUNDED = "refunded", _("Refunded")
+    FAILED = "failed", _("Failed attempt")
+    OUTCOME_UNKNOWN = "unknown", _("Outcome unknown")
+    ADOPTED = "adopted", _("Recovered from a notification")
+    EXPIRY_WARNING = "expiring", _("Authorization expiring")
+    ANOMALY = "anomaly", _("Provider anomaly")
 
 
 class PaymentEvent(models.Model):
     """Append-only ledger of everything that happened to a payment."""
 
-    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, related_name="events")
-    kind = models.CharField(max_length=16, choices=PaymentEventKind.choices)
-    old_status = models.CharField(max_length=16, blank=True)
-    new_status = models.CharField(max_length=16, blank=True)
-    amount = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
-    message = models.CharField(max_length=500, blank=True)
-    error_code = models.CharField(max_length=16, blank=True)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    payment = models.ForeignKey(
+        Payment, on_delete=models.PROTECT, related_name="events", verbose_name=_("payment")
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    kind = models.CharField(_("kind"), max_length=16, choices=PaymentEventKind.choices)
+    old_status = models.CharField(_("old status"), max_length=16, blank=True)
+    new_status = models.CharField(_("new status"), max_length=16, blank=True)
+    amount = models.DecimalField(
+        _("amount"), max_digits=12, decimal_places=2, null=True, blank=True
+    )
+    message = models.CharField(_("message"), max_length=500, blank=True)
+    error_code = models.CharField(_("error code"), max_length=16, blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("who"),
+    )
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
 
     class Meta:
         ordering = ["created_at", "id"]
+        verbose_name = _("ledger entry")
+        verbose_name_plural = _("ledger")
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.old_status}→{self.new_status}".strip()
@@ -249,42 +282,56 @@ class PaymentEvent(models.Model):
 
 
 class Refund(models.Model):
-    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, related_name="refunds")
-    provider_id = models.CharField(max_length=64, unique=True)
-    amount = models.DecimalField(max_digits=12, decimal_places=2)
-    status = models.CharField(max_length=16)
-    reason = models.CharField(max_length=255, blank=True)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    payment = models.ForeignKey(
+        Payment, on_delete=models.PROTECT, related_name="refunds", verbose_name=_("payment")
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    provider_id = models.CharField(_("provider id"), max_length=64, unique=True)
+    amount = models.DecimalField(_("amount"), max_digits=12, decimal_places=2)
+    status = models.CharField(_("status"), max_length=16)
+    reason = models.CharField(_("reason"), max_length=255, blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("who"),
+    )
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
 
     class Meta:
         ordering = ["created_at"]
+        verbose_name = _("refund")
+        verbose_name_plural = _("refunds")
 
     def __str__(self) -> str:
-        return f"Refund ${self.amount} of {self.payment.external_reference}"
+        return _("Refund %(amount)s of %(reference)s") % {
+            "amount": f"${self.amount:,.2f}",
+            "reference": self.payment.external_reference,
+        }
 
 
 class SubscriptionStatus(models.TextChoices):
-    ACTIVE = "active", "Active"
-    INACTIVE = "inactive", "Inactive"
+    ACTIVE = "active", _("Active")
+    INACTIVE = "inactive", _("Inactive")
 
 
 class Subscription(models.Model):
-    provider_id = models.CharField(max_length=64, unique=True)
-    price_id = models.CharField(max_length=64)
-    customer = models.JSONField(default=dict, blank=True)
-    customer_email = models.EmailField(blank=True, db_index=True)
-    status = models.CharField(max_length=16, choices=SubscriptionStatus.choices)
-    invoices = models.JSONField(default=list, blank=True, encoder=DjangoJSONEncoder)
-    snapshot = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
-    last_synced_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    provider_id = models.CharField(_("provider id"), max_length=64, unique=True)
+    price_id = models.CharField(_("price id"), max_length=64)
+    customer = models.JSONField(_("customer"), default=dict, blank=True)
+    customer_email = models.EmailField(_("customer email"), blank=True, db_index=True)
+    status = models.CharField(_("status"), max_length=16, choices=SubscriptionStatus.choices)
+    invoices = models.JSONField(_("invoices"), default=list, blank=True, encoder=DjangoJSONEncoder)
+    snapshot = models.JSONField(_("snapshot"), default=dict, blank=True, encoder=DjangoJSONEncoder)
+    last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
 
     class Meta:
         ordering = ["-created_at"]
-        permissions = [("cancel_subscription", "Can cancel subscriptions")]
+        permissions = [("cancel_subscription", _("Can cancel subscriptions"))]
+        verbose_name = _("subscription")
+        verbose_name_plural = _("subscriptions")
 
     def __str__(self) -> str:
         customer = self.customer or {}

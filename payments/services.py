@@ -105,16 +105,18 @@ def _notify_on_commit(payment: Payment, old: str, new: str) -> None:
     transaction.on_commit(send)
 
 
-def check_amount(amount: Decimal, *, maximum: Decimal, what: str) -> Decimal:
+def check_amount(amount: Decimal, *, maximum: Decimal) -> Decimal:
     """0 < amount <= maximum, with at most two decimals."""
     if not isinstance(amount, Decimal) or not amount.is_finite():
-        raise InvalidAmount(f"The {what} amount must be a number.")
+        raise InvalidAmount(_("The amount must be a number."))
     if amount != amount.quantize(CENT):
-        raise InvalidAmount(f"The {what} amount can have at most two decimals.")
+        raise InvalidAmount(_("The amount can have at most two decimals."))
     if amount <= 0:
-        raise InvalidAmount(f"The {what} amount must be greater than zero.")
+        raise InvalidAmount(_("The amount must be greater than zero."))
     if amount > maximum:
-        raise InvalidAmount(f"The {what} amount cannot be more than ${maximum}.")
+        raise InvalidAmount(
+            _("The amount cannot be more than %(maximum)s.") % {"maximum": f"${maximum:,.2f}"}
+        )
     return amount
 
 
@@ -328,11 +330,13 @@ def _create_body(
 
 
 def _check_attempt(amount: Decimal, capture_method: str, installments: int) -> None:
-    check_amount(amount, maximum=Decimal("9999999999.99"), what="payment")
+    check_amount(amount, maximum=Decimal("9999999999.99"))
     if capture_method not in CaptureMethod.values:
-        raise PaymentNotAllowed("Unknown capture method.")
+        raise PaymentNotAllowed(_("Unknown capture method."))
     if not 1 <= installments <= MAX_INSTALLMENTS:
-        raise PaymentNotAllowed(f"Installments go from 1 to {MAX_INSTALLMENTS}.")
+        raise PaymentNotAllowed(
+            _("Installments go from 1 to %(maximum)d.") % {"maximum": MAX_INSTALLMENTS}
+        )
 
 
 def _attempt_open(attempt: Payment) -> tuple[Payment, bool]:
@@ -349,11 +353,13 @@ def _attempt_open(attempt: Payment) -> tuple[Payment, bool]:
             return same_attempt, False
         if any(p.status in IN_FLIGHT for p in others):
             raise PaymentAttemptBlocked(
-                "An earlier payment attempt for this order is still being confirmed. "
-                "Please wait a moment before trying again."
+                _(
+                    "An earlier payment attempt for this order is still being confirmed. "
+                    "Please wait a moment before trying again."
+                )
             )
         if any(p.status in (PaymentStatus.AUTHORIZED, PaymentStatus.APPROVED) for p in others):
-            raise PaymentNotAllowed("This order is already paid.")
+            raise PaymentNotAllowed(_("This order is already paid."))
         try:
             with transaction.atomic():
                 attempt.save(force_insert=True)
@@ -361,7 +367,9 @@ def _attempt_open(attempt: Payment) -> tuple[Payment, bool]:
             existing = Payment.objects.filter(idempotency_key=key).first()
             if existing is not None:
                 return existing, False
-            raise PaymentInProgress("Another payment attempt for this order is running.") from None
+            raise PaymentInProgress(
+                _("Another payment attempt for this order is running.")
+            ) from None
     return attempt, True
 
 
@@ -436,7 +444,10 @@ def payment_refresh(*, payment: Payment, actor: Actor = None) -> Payment:
     """Fetch the payment from the provider and apply it if it is not older than what we hold."""
     if not payment.provider_id:
         raise PaymentNotAllowed(
-            "This payment has no provider id yet; it is reconciled when the provider notifies it."
+            _(
+                "This payment has no provider id yet; it is reconciled when the provider "
+                "notifies it."
+            )
         )
     with provider_errors():
         remote = get_client().get_payment(payment.provider_id)
@@ -457,13 +468,17 @@ def payment_close_unconfirmed(*, payment: Payment, actor: Actor = None) -> Payme
         locked = Payment.objects.select_for_update().get(pk=payment.pk)
         if locked.provider_id or locked.status not in IN_FLIGHT:
             raise PaymentNotAllowed(
-                "Only an attempt whose outcome is unknown and that has no provider id can be "
-                "closed; refresh this one instead."
+                _(
+                    "Only an attempt whose outcome is unknown and that has no provider id can be "
+                    "closed; refresh this one instead."
+                )
             )
         if locked.created_at > timezone.now() - UNCONFIRMED_CLOSABLE_AFTER:
             raise PaymentNotAllowed(
-                "This attempt is less than 30 minutes old: the provider may still confirm it. "
-                "Try again later."
+                _(
+                    "This attempt is less than 30 minutes old: the provider may still confirm it. "
+                    "Try again later."
+                )
             )
         old = locked.status
         locked.status = PaymentStatus.FAILED
@@ -499,10 +514,16 @@ def _claim(payment: Payment, intent: str, allowed_status: str) -> None:
         payment.refresh_from_db()
         if payment.intent:
             raise PaymentInProgress(
-                f"Another action ({payment.get_intent_display().lower()}) is already running "
-                "on this payment. Refresh the page in a moment."
+                _(
+                    "Another action (%(action)s) is already running on this payment. Refresh "
+                    "the page in a moment."
+                )
+                % {"action": str(payment.get_intent_display()).lower()}
             )
-        raise PaymentNotAllowed(f"The payment is now {payment.get_status_display().lower()}.")
+        raise PaymentNotAllowed(
+            _("The payment is now %(status)s.")
+            % {"status": str(payment.get_status_display()).lower()}
+        )
 
 
 def _release(payment: Payment) -> None:
@@ -603,11 +624,11 @@ def payment_capture(
     payment.refresh_from_db()
     if not payment.can_capture():
         raise PaymentNotAllowed(
-            f"Only an authorized payment can be captured; this one is "
-            f"{payment.get_status_display().lower()}."
+            _("Only an authorized payment can be captured; this one is %(status)s.")
+            % {"status": str(payment.get_status_display()).lower()}
         )
     amount = payment.amount if amount is None else amount
-    check_amount(amount, maximum=payment.amount, what="capture")
+    check_amount(amount, maximum=payment.amount)
     remote = _claimed_call(
         payment,
         lambda: get_client().capture_payment(
@@ -633,8 +654,8 @@ def payment_cancel(*, payment: Payment, actor: Actor = None) -> Payment:
     payment.refresh_from_db()
     if not payment.can_cancel():
         raise PaymentNotAllowed(
-            f"Only an authorized payment can be cancelled; this one is "
-            f"{payment.get_status_display().lower()}."
+            _("Only an authorized payment can be cancelled; this one is %(status)s.")
+            % {"status": str(payment.get_status_display()).lower()}
         )
     remote = _claimed_call(
         payment,
@@ -658,12 +679,15 @@ def payment_refund(
     payment.refresh_from_db()
     if not payment.can_refund():
         raise PaymentNotAllowed(
-            f"Only a charged payment with money left to refund can be refunded; this one is "
-            f"{payment.get_status_display().lower()}."
+            _(
+                "Only a charged payment with money left to refund can be refunded; this one is "
+                "%(status)s."
+            )
+            % {"status": str(payment.get_status_display()).lower()}
         )
     left = payment.refundable_amount
     amount = left if amount is None else amount
-    check_amount(amount, maximum=left, what="refund")
+    check_amount(amount, maximum=left)
     remote_refund = _claimed_call(
         payment,
         lambda: get_client().refund(

@@ -162,6 +162,7 @@ def provider_calls(provider: Api, settings: Any) -> Iterator[list[str]]:
     settings.SHOP_BASE_URL = f"http://127.0.0.1:{free_port()}"  # webhooks go nowhere
     settings.SHOP_PAY_ATTEMPTS_PER_SESSION = "100000/m"
     settings.SHOP_PAY_ATTEMPTS_PER_ADDRESS = "100000/m"
+    settings.SHOP_STATUS_CHECKS_PER_SESSION = "100000/m"
     clear_cache()
     calls: list[str] = []
 

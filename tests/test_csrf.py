@@ -303,6 +303,11 @@ def gone(obj: Build) -> Effect:
     return check
 
 
+def cancelled_order(world: World, response: Any) -> None:
+    world.order.refresh_from_db()
+    assert world.order.status == "cancelled"
+
+
 def admin(name: str, *args: Build) -> Build:
     return lambda w: reverse(f"admin:{name}", args=[arg(w) for arg in args])
 
@@ -552,7 +557,19 @@ CASES: dict[str, Case] = {
     "admin/checkout/order/": Case(admin("checkout_order_changelist")),
     **_model_admin("checkout_order", lambda w: w.order, denied=True),
     "admin/checkout/order/<path:object_id>/change/": Case(
-        admin("checkout_order_change", lambda w: w.order.pk), lambda w: {"status": "paid"}
+        admin("checkout_order_change", lambda w: w.order.pk),
+        lambda w: {"status": "paid"},
+        denied=True,  # orders change through their actions only
+    ),
+    "admin/checkout/order/<int:pk>/ship/": Case(admin("checkout_order_ship", lambda w: w.order.pk)),
+    "admin/checkout/order/<int:pk>/cancel/": Case(
+        admin("checkout_order_cancel", lambda w: w.order.pk), effect=cancelled_order
+    ),
+    "admin/checkout/order/<int:pk>/refund/": Case(
+        admin("checkout_order_refund", lambda w: w.order.pk)
+    ),
+    "admin/checkout/order/<int:pk>/refresh/": Case(
+        admin("checkout_order_refresh", lambda w: w.order.pk)
     ),
     # webhooks
     "admin/webhooks/webhookevent/": Case(

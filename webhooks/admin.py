@@ -10,6 +10,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.services import webhook_events_retry
@@ -26,14 +28,14 @@ STATE_COLOURS = {
 class PaymentFilter(admin.SimpleListFilter):
     """The events of one payment (reached from the payment's page, `?payment=<id>`)."""
 
-    title = "payment"
+    title = _("payment")
     parameter_name = "payment"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         value = self.value()
         if value and value.isdigit():
-            return [(value, f"Payment #{value}")]
-        return [("none", "Not matched to a payment")]
+            return [(value, _("Payment #%(id)s") % {"id": value})]
+        return [("none", _("Not matched to a payment"))]
 
     def queryset(
         self, request: HttpRequest, queryset: QuerySet[WebhookEvent]
@@ -92,21 +94,21 @@ class WebhookEventAdmin(admin.ModelAdmin):
     def has_process_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("webhooks.process_webhookevent")
 
-    @admin.display(description="state", ordering="state")
+    @admin.display(description=_("state"), ordering="state")
     def state_badge(self, event: WebhookEvent) -> str:
         colour = STATE_COLOURS.get(WebhookState(event.state), "#475467")
         return format_html(
             '<strong style="color:{}">{}</strong>', colour, event.get_state_display()
         )
 
-    @admin.display(description="payment", ordering="payment")
+    @admin.display(description=_("payment"), ordering="payment")
     def payment_link(self, event: WebhookEvent) -> str:
         if event.payment_id is None:
             return "—"
         url = reverse("admin:payments_payment_change", args=[event.payment_id])
         return format_html('<a href="{}">{}</a>', url, event.payment.external_reference)
 
-    @admin.display(description="last error")
+    @admin.display(description=_("last error"))
     def short_error(self, event: WebhookEvent) -> str:
         return event.last_error[:80]
 
@@ -115,23 +117,41 @@ class WebhookEventAdmin(admin.ModelAdmin):
     ) -> None:
         count = webhook_events_retry(events=queryset, replay=replay)
         skipped = queryset.count() - count
-        verb = "replayed" if replay else "queued for retry"
         if count:
-            self.message_user(request, f"{count} event(s) {verb}.", messages.SUCCESS)
+            done = (
+                ngettext(
+                    "%(count)d notification replayed.", "%(count)d notifications replayed.", count
+                )
+                if replay
+                else ngettext(
+                    "%(count)d notification queued for retry.",
+                    "%(count)d notifications queued for retry.",
+                    count,
+                )
+            )
+            self.message_user(request, done % {"count": count}, messages.SUCCESS)
         if skipped:
             why = (
-                "they are still waiting or being processed"
+                gettext("they are still waiting or being processed")
                 if replay
-                else "only failed or unmatched events can be retried; replay the others"
+                else gettext(
+                    "only failed or unmatched notifications can be retried; replay the others"
+                )
             )
-            self.message_user(request, f"{skipped} event(s) skipped: {why}.", messages.WARNING)
+            text = ngettext(
+                "%(count)d notification skipped: %(why)s.",
+                "%(count)d notifications skipped: %(why)s.",
+                skipped,
+            )
+            self.message_user(request, text % {"count": skipped, "why": why}, messages.WARNING)
 
-    @admin.action(description="Retry selected failed events", permissions=["process"])
+    @admin.action(description=_("Retry selected failed notifications"), permissions=["process"])
     def retry_selected(self, request: HttpRequest, queryset: QuerySet[WebhookEvent]) -> None:
         self._process(request, queryset, replay=False)
 
     @admin.action(
-        description="Replay selected events (refetch their payments)", permissions=["process"]
+        description=_("Replay selected notifications (refetch their payments)"),
+        permissions=["process"],
     )
     def replay_selected(self, request: HttpRequest, queryset: QuerySet[WebhookEvent]) -> None:
         self._process(request, queryset, replay=True)

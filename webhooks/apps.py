@@ -1,6 +1,7 @@
 from django.apps import AppConfig
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
 
 
 def settings_problems() -> list[str]:
@@ -44,7 +45,7 @@ def settings_problems() -> list[str]:
 
 class WebhooksConfig(AppConfig):
     name = "webhooks"
-    verbose_name = "Webhooks"
+    verbose_name = _("Provider notifications")
 
     def ready(self) -> None:
         # Every process (web, worker, beat, commands) refuses to start on settings that disagree.

@@ -5,47 +5,51 @@ from __future__ import annotations
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from payments.models import Payment
 
 
 class WebhookState(models.TextChoices):
-    RECEIVED = "received", "Received"  # stored; a task will refetch the payment
-    PROCESSING = "processing", "Processing"  # claimed by a task (kept across its retries)
-    PROCESSED = "processed", "Processed"  # a refetch begun after it arrived was applied
-    UNMATCHED = "unmatched", "Unmatched"  # the payment belongs to no order of this shop
-    FAILED = "failed", "Failed"  # retries ran out; staff can retry it from the admin
+    RECEIVED = "received", _("Received")  # stored; a task will refetch the payment
+    PROCESSING = "processing", _("Processing")  # claimed by a task (kept across its retries)
+    PROCESSED = "processed", _("Processed")  # a refetch begun after it arrived was applied
+    UNMATCHED = "unmatched", _("Unmatched")  # the payment belongs to no order of this shop
+    FAILED = "failed", _("Failed")  # retries ran out; staff can retry it from the admin
 
 
 class EventType(models.TextChoices):
-    INSERT = "INSERT", "Payment created"
-    UPDATE = "UPDATE", "Status changed"
+    INSERT = "INSERT", _("Payment created")
+    UPDATE = "UPDATE", _("Status changed")
 
 
 class WebhookEvent(models.Model):
-    provider_payment_id = models.CharField("provider payment id", max_length=36)
-    event_type = models.CharField(max_length=6, choices=EventType.choices)
-    received_at = models.DateTimeField(default=timezone.now)
-    remote_addr = models.GenericIPAddressField("remote address", null=True, blank=True)
+    provider_payment_id = models.CharField(_("provider payment id"), max_length=36)
+    event_type = models.CharField(_("event type"), max_length=6, choices=EventType.choices)
+    received_at = models.DateTimeField(_("received at"), default=timezone.now)
+    remote_addr = models.GenericIPAddressField(_("remote address"), null=True, blank=True)
     state = models.CharField(
-        max_length=10, choices=WebhookState.choices, default=WebhookState.RECEIVED
+        _("state"), max_length=10, choices=WebhookState.choices, default=WebhookState.RECEIVED
     )
-    attempts = models.PositiveIntegerField(default=0)
-    last_error = models.CharField(max_length=500, blank=True)
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    last_error = models.CharField(_("last error"), max_length=500, blank=True)
     payment = models.ForeignKey(
         Payment,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="webhook_events",
+        verbose_name=_("payment"),
     )
-    task_id = models.CharField(max_length=64, blank=True)  # the task that claimed it
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    relayed_at = models.DateTimeField(null=True, blank=True)
-    processed_at = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(_("task id"), max_length=64, blank=True)  # the task that claimed it
+    claimed_at = models.DateTimeField(_("claimed at"), null=True, blank=True)
+    relayed_at = models.DateTimeField(_("relayed at"), null=True, blank=True)
+    processed_at = models.DateTimeField(_("processed at"), null=True, blank=True)
 
     class Meta:
         ordering = ["-received_at", "-id"]
+        verbose_name = _("notification")
+        verbose_name_plural = _("notifications")
         indexes = [
             models.Index(fields=["provider_payment_id", "state"], name="webhook_payment_state"),
             models.Index(fields=["state", "received_at"], name="webhook_state_received"),

@@ -7,16 +7,16 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from checkout import tasks
 from checkout.cart import Cart
-from checkout.models import Order, OrderItem, OrderStatus, Product
+from checkout.models import Fulfilment, Order, OrderItem, OrderStatus, Product
 from checkout.selectors import order_payments
 from checkout.services.duplicate_charges import charges_held
+from checkout.services.stock import order_restock_unshipped
 from payments.models import IN_FLIGHT, Payment, PaymentStatus
 from payments.selectors import recently_changed_references
 
@@ -125,11 +125,10 @@ def order_sync_status(*, order_id: int) -> Order | None:
             logger.info("order %s: %s -> %s", order.reference, order.status, new)
             order.status = new
             order.save(update_fields=["status", "updated_at"])
-            if new == OrderStatus.CANCELLED:
-                for item in order.items.all():
-                    Product.objects.filter(pk=item.product_id).update(
-                        stock=F("stock") + item.quantity
-                    )
+        if new == OrderStatus.CANCELLED:  # nothing was charged: nothing more will ship
+            if order.fulfilment == Fulfilment.UNFULFILLED:
+                Order.objects.filter(pk=order.pk).update(fulfilment=Fulfilment.CANCELLED)
+            order_restock_unshipped(order)
         # Also if the task could not be queued: the next update of the order queues it again.
         if order.status in PAID_STATUSES and order.confirmation_sent_at is None:
             transaction.on_commit(

@@ -155,6 +155,7 @@ CELERY_TIMEZONE = "UTC"
 # started before the next one is due is dropped (`expires`), so a backlog never piles up.
 WEBHOOKS_RELAY_EVERY = env_int("WEBHOOKS_RELAY_EVERY", 60)
 PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 300)
+SHOP_ORDERS_SYNC_EVERY = env_int("SHOP_ORDERS_SYNC_EVERY", 60)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "webhooks-relay": {
         "task": "webhooks.tasks.webhook_relay_task",
@@ -168,8 +169,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     },
     "orders-follow-payments": {
         "task": "checkout.tasks.orders_follow_payments_task",
-        "schedule": 300.0,
-        "options": {"expires": 270},
+        "schedule": float(SHOP_ORDERS_SYNC_EVERY),
+        "options": {"expires": SHOP_ORDERS_SYNC_EVERY * 0.9},
     },
     "authorizations-watch": {
         "task": "payments.tasks.authorizations_watch_task",

@@ -204,11 +204,12 @@ def offered(response: Any) -> set[str]:
 # --- One payment: refresh, and permissions checked first ----------------------------------------
 
 
-def test_refresh_needs_the_view_permission(
+def test_refresh_needs_the_refresh_permission(
     make_staff: Callable[..., Any], calls: list[tuple[str, str]]
 ) -> None:
-    """Given staff holding capture, cancel and refund but not view_payment, when they POST the
-    refresh URL, then it is 403 and nothing is fetched; staff with view_payment do fetch."""
+    """Given staff holding capture, cancel and refund (or only view) but not refresh_payment,
+    when they POST the refresh URL, then it is 403 and nothing is fetched; staff with
+    refresh_payment do fetch."""
     payment = stored_payment()
     before = rows(payment)
     blind = logged_in(
@@ -220,14 +221,17 @@ def test_refresh_needs_the_view_permission(
         )
     )
 
-    refused = blind.post(action_url("refresh", payment.pk))
+    viewer = logged_in(make_staff("viewer", "payments.view_payment"))
 
-    assert refused.status_code == 403
+    refused = blind.post(action_url("refresh", payment.pk))
+    also_refused = viewer.post(action_url("refresh", payment.pk))
+
+    assert (refused.status_code, also_refused.status_code) == (403, 403)
     assert calls == []
     assert rows(payment) == before
 
-    viewer = logged_in(make_staff("viewer", "payments.view_payment"))
-    allowed = viewer.post(action_url("refresh", payment.pk))
+    reader = logged_in(make_staff("reader", "payments.view_payment", "payments.refresh_payment"))
+    allowed = reader.post(action_url("refresh", payment.pk))
 
     assert allowed.status_code == 302
     assert calls == [("GET", f"/payments/{payment.provider_id}")]
@@ -301,14 +305,14 @@ def test_bulk_actions_without_the_view_permission_are_403(
     assert rows(payment) == before
 
 
-def test_refresh_selected_is_what_view_permits(
+def test_refresh_selected_is_what_the_refresh_permission_permits(
     make_staff: Callable[..., Any], calls: list[tuple[str, str]]
 ) -> None:
-    """Given staff who may only view payments, when they run refresh_selected, then it is run
-    (a refresh only reads the provider), while capture_selected posted by them calls
+    """Given staff who may view and refresh payments, when they run refresh_selected, then it
+    is run (a refresh only reads the provider), while capture_selected posted by them calls
     nothing (already covered for cancel_selected in test_admin.py)."""
     payment = stored_payment()
-    client = logged_in(make_staff("viewer", "payments.view_payment"))
+    client = logged_in(make_staff("reader", "payments.view_payment", "payments.refresh_payment"))
 
     capture = bulk(client, reverse(CHANGELIST), "capture_selected", payment)
     assert capture.status_code == 302

@@ -28,6 +28,12 @@ from tests.support import Api
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _in_english(settings: Any) -> None:
+    """These tests read the staff's English texts (the Spanish admin is checked on its own)."""
+    settings.LANGUAGE_CODE = "en"
+
+
 def _order() -> Order:
     product = ProductFactory(
         slug=f"jarro-{uuid.uuid4().hex[:6]}", name="Jarro", price=Decimal("250.00"), stock=3

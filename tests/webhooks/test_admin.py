@@ -32,6 +32,13 @@ from webhooks.queue import PROCESS_TASK
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_broker")]
 
+
+@pytest.fixture(autouse=True)
+def _in_english(settings: Any) -> None:
+    """These tests read the staff's English texts (the Spanish admin is checked on its own)."""
+    settings.LANGUAGE_CODE = "en"
+
+
 CHANGELIST = "admin:webhooks_webhookevent_changelist"
 PASSWORD = "a-long-test-password"
 
@@ -162,7 +169,7 @@ def test_the_list_shows_every_event_with_its_payment(admin_client: Client) -> No
     assert reverse("admin:payments_payment_change", args=[payment.pk]) in html
     assert payment.external_reference in html
     for label in WebhookState.labels:
-        assert label in html
+        assert str(label) in html
     assert "Gave up after retries" in html
 
 
@@ -361,10 +368,10 @@ def test_retry_requeues_only_failed_and_unmatched_events(
         assert WebhookEvent.objects.get(pk=one_of_each[state].pk).state == state
     assert queued_payment_ids(celery_app) == {e.provider_payment_id for e in retried}
     assert messages_of(response) == [
-        ("success", "2 event(s) queued for retry."),
+        ("success", "2 notifications queued for retry."),
         (
             "warning",
-            "3 event(s) skipped: only failed or unmatched events can be retried; "
+            "3 notifications skipped: only failed or unmatched notifications can be retried; "
             "replay the others.",
         ),
     ]
@@ -389,8 +396,8 @@ def test_replay_also_takes_processed_events(
     assert states([one_of_each["processing"]]) == [WebhookState.PROCESSING]
     assert queued_payment_ids(celery_app) == {e.provider_payment_id for e in replayed}
     assert messages_of(response) == [
-        ("success", "3 event(s) replayed."),
-        ("warning", "2 event(s) skipped: they are still waiting or being processed."),
+        ("success", "3 notifications replayed."),
+        ("warning", "2 notifications skipped: they are still waiting or being processed."),
     ]
 
 
@@ -407,7 +414,7 @@ def test_retrying_only_skippable_events_says_so_and_queues_nothing(
     assert states(events) == [WebhookState.PROCESSED, WebhookState.RECEIVED]
     assert take_queued(celery_app) == []
     assert [level for level, _ in messages_of(response)] == ["warning"]
-    assert messages_of(response)[0][1].startswith("2 event(s) skipped")
+    assert messages_of(response)[0][1].startswith("2 notifications skipped")
 
 
 def test_events_of_one_payment_are_queued_once(
@@ -423,7 +430,7 @@ def test_events_of_one_payment_are_queued_once(
 
     assert states(events) == [WebhookState.RECEIVED] * 3
     assert take_queued(celery_app) == [(PROCESS_TASK, [payment_id])]
-    assert messages_of(response) == [("success", "3 event(s) queued for retry.")]
+    assert messages_of(response) == [("success", "3 notifications queued for retry.")]
 
 
 # --- Who may retry or replay -----------------------------------------------------------------
@@ -470,8 +477,8 @@ def test_staff_with_the_process_permission_can_retry_and_replay(
         replayed = run_action(client, "replay_selected", [processed])
 
     assert offered_actions(listing) == {"retry_selected", "replay_selected"}
-    assert messages_of(retried) == [("success", "1 event(s) queued for retry.")]
-    assert messages_of(replayed) == [("success", "1 event(s) replayed.")]
+    assert messages_of(retried) == [("success", "1 notification queued for retry.")]
+    assert messages_of(replayed) == [("success", "1 notification replayed.")]
     assert states([failed, processed]) == [WebhookState.RECEIVED] * 2
     assert queued_payment_ids(celery_app) == {
         failed.provider_payment_id,

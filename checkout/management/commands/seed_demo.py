@@ -16,13 +16,18 @@ DEMO_ADMIN_USERNAME = "admin"
 DEMO_ADMIN_PASSWORD = "tienda-demo-2026"
 DEMO_VIEWER_USERNAME = "consulta"
 DEMO_VIEWER_PASSWORD = "consulta-demo-2026"
-VIEW_ONLY = ["view_payment", "view_paymentevent", "view_refund", "view_subscription"]
+# consulta sees orders, payments, subscriptions and notifications, and may do nothing.
+VIEW_ONLY = {
+    "checkout": ["view_order", "view_orderitem", "view_orderevent", "view_product"],
+    "payments": ["view_payment", "view_paymentevent", "view_refund", "view_subscription"],
+    "webhooks": ["view_webhookevent"],
+}
 
 
 class Command(BaseCommand):
     help = (
         "Create the demo staff accounts: admin (every permission) and consulta (may only "
-        "view payments and subscriptions), if they do not exist."
+        "view orders, payments, subscriptions and notifications), if they do not exist."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -34,7 +39,13 @@ class Command(BaseCommand):
         self._account(DEMO_ADMIN_USERNAME, DEMO_ADMIN_PASSWORD, superuser=True)
         viewer = self._account(DEMO_VIEWER_USERNAME, DEMO_VIEWER_PASSWORD, superuser=False)
         viewer.user_permissions.set(
-            Permission.objects.filter(content_type__app_label="payments", codename__in=VIEW_ONLY)
+            [
+                permission
+                for app_label, codenames in VIEW_ONLY.items()
+                for permission in Permission.objects.filter(
+                    content_type__app_label=app_label, codename__in=codenames
+                )
+            ]
         )
 
     def _account(self, username: str, password: str, *, superuser: bool) -> Any:

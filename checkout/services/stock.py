@@ -1,0 +1,42 @@
+"""Items going back to stock, once each, and the order's ledger (OrderEvent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+
+from checkout.models import Order, OrderEvent, OrderEventKind, OrderItem, Product
+
+Actor = Any  # the staff user, kept in the ledger (None: the shop itself)
+
+
+def record(order: Order, kind: str, message: str, actor: Actor) -> None:
+    OrderEvent.objects.create(order=order, kind=kind, message=message[:500], actor=actor)
+
+
+def restock(order: Order, quantities: dict[int, int] | None, actor: Actor) -> None:
+    """Put items back in stock, recorded once: `quantities` (item id -> how many, returned
+    items included), each at most what is not back already; None: whatever is still to ship."""
+    back = []
+    with transaction.atomic():
+        items = OrderItem.objects.select_for_update().filter(order=order).order_by("pk")
+        for item in items:
+            if quantities is None:
+                count = item.left_to_ship
+            else:
+                count = min(quantities.get(item.pk, 0), item.quantity - item.quantity_restocked)
+            if count <= 0:
+                continue
+            item.quantity_restocked += count
+            item.save(update_fields=["quantity_restocked"])
+            Product.objects.filter(pk=item.product_id).update(stock=F("stock") + count)
+            back.append(f"{count} × {item.name}")
+        if back:
+            record(order, OrderEventKind.RESTOCKED, ", ".join(back), actor)
+
+
+def order_restock_unshipped(order: Order, actor: Actor = None) -> None:
+    """Put back in stock whatever of the order is still to ship (idempotent)."""
+    restock(order, None, actor)
