@@ -21,6 +21,9 @@ def restock(order: Order, quantities: dict[int, int] | None, actor: Actor) -> No
     items included), each at most what is not back already; None: whatever is still to ship."""
     back = []
     with transaction.atomic():
+        # The order first, then its items: every transaction that touches both takes them in
+        # this order (the order's sync, a shipment), so none waits on another in a circle.
+        Order.objects.select_for_update().filter(pk=order.pk).first()
         items = OrderItem.objects.select_for_update().filter(order=order).order_by("pk")
         for item in items:
             if quantities is None:

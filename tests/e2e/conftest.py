@@ -6,11 +6,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
+from checkout.models import Product
+from tests.factories import ProductFactory
 from tests.sandbox.browser.conftest import StaticSite
 from tests.support import Api, clear_cache
 
@@ -81,3 +85,41 @@ def foreign_site() -> Iterator[StaticSite]:
     site = StaticSite({"/forge": forge})
     yield site
     site.stop()
+
+
+# --- Staff in the admin ------------------------------------------------------------------
+
+
+@pytest.fixture
+def staff_shop(shop: Shop, settings: Any) -> Shop:
+    settings.PAYMENTS_CAPTURE_METHOD = "manual"
+    call_command("seed_demo", verbosity=0)
+    return shop
+
+
+@pytest.fixture
+def products(staff_shop: Shop) -> dict[str, Product]:
+    return {
+        "blusa": ProductFactory(
+            slug="blusa-e2e", name="Blusa bordada", price=Decimal("1290.00"), stock=5
+        ),
+        "taza": ProductFactory(
+            slug="taza-e2e", name="Taza de talavera", price=Decimal("289.00"), stock=10
+        ),
+    }
+
+
+def log_in(
+    e2e_browser: Any, shop: Shop, username: str, password: str, locale: str = "es-MX"
+) -> Any:
+    page = open_page(e2e_browser, locale=locale)
+    page.goto(f"{shop.url}{reverse('admin:login')}")
+    page.locator("#id_username").fill(username)
+    page.locator("#id_password").fill(password)
+    page.locator("#login-form [type=submit]").click()
+    page.wait_for_url(f"{shop.url}{reverse('admin:index')}")
+    return page
+
+
+def success(page: Any) -> Any:
+    return page.locator("ul.messagelist li.success")

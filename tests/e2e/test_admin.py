@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import expect
@@ -23,48 +22,18 @@ from checkout.models import Fulfilment, Order, Product
 from payments.models import Payment, PaymentStatus
 from tests.checkout.conftest import place_order, shopper
 from tests.checkout.test_fulfilment import paid_order, remote_of
-from tests.e2e.conftest import Shop, open_page
+from tests.e2e.conftest import Shop, log_in, success
 from tests.e2e.test_checkout import full_page_screenshot
-from tests.factories import PaymentFactory, ProductFactory
+from tests.factories import PaymentFactory
 from tests.support import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def staff_shop(shop: Shop, settings: Any) -> Shop:
-    settings.PAYMENTS_CAPTURE_METHOD = "manual"
-    call_command("seed_demo", verbosity=0)
-    return shop
-
-
-@pytest.fixture
-def products(staff_shop: Shop) -> dict[str, Product]:
-    return {
-        "blusa": ProductFactory(
-            slug="blusa-e2e", name="Blusa bordada", price=Decimal("1290.00"), stock=5
-        ),
-        "taza": ProductFactory(
-            slug="taza-e2e", name="Taza de talavera", price=Decimal("289.00"), stock=10
-        ),
-    }
-
-
-def log_in(
-    e2e_browser: Any, shop: Shop, username: str, password: str, locale: str = "es-MX"
-) -> Any:
-    page = open_page(e2e_browser, locale=locale)
-    page.goto(f"{shop.url}{reverse('admin:login')}")
-    page.locator("#id_username").fill(username)
-    page.locator("#id_password").fill(password)
-    page.locator("#login-form [type=submit]").click()
-    page.wait_for_url(f"{shop.url}{reverse('admin:index')}")
-    return page
-
-
-@pytest.fixture
-def admin_page(e2e_browser: Any, staff_shop: Shop) -> Any:
-    page = log_in(e2e_browser, staff_shop, "admin", "tienda-demo-2026")
+@pytest.fixture(params=["es-MX", "en-US"], ids=["es", "en"])
+def admin_page(e2e_browser: Any, staff_shop: Shop, request: pytest.FixtureRequest) -> Any:
+    """The admin, logged in, in Spanish and in English."""
+    page = log_in(e2e_browser, staff_shop, "admin", "tienda-demo-2026", locale=request.param)
     yield page
     page.context.close()
 
@@ -79,10 +48,6 @@ def consulta_page(e2e_browser: Any, staff_shop: Shop) -> Any:
 def open_order(page: Any, shop: Shop, order: Order) -> None:
     page.goto(f"{shop.url}{reverse('admin:checkout_order_change', args=[order.pk])}")
     expect(page.locator("#order-payments")).to_be_visible()
-
-
-def success(page: Any) -> Any:
-    return page.locator("ul.messagelist li.success")
 
 
 def test_a_partial_shipment_from_the_order_page(

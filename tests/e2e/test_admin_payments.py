@@ -1,0 +1,142 @@
+"""The payment page's buttons and the lists' actions of payments, subscriptions and notifications,
+clicked in Chromium as admin (in English here; the order page's are clicked in Spanish in
+test_admin.py): Capture in part, Cancel authorization, Refund in part, Capture from the list,
+Cancel a subscription, Retry a failed notification. Checked in the database, at the provider and
+on screen."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from playwright.sync_api import expect
+
+from checkout.models import Product
+from payments.models import Payment, PaymentStatus, Subscription
+from payments.services import subscription_sync
+from tests.checkout.test_fulfilment import paid_order, remote_of
+from tests.e2e.conftest import Shop, log_in, success
+from webhooks.models import WebhookEvent, WebhookState
+
+pytestmark = pytest.mark.django_db(transaction=True)
+SEED_MARIA = "6f1c2a8e-3b4d-4e5f-9a7b-1c2d3e4f5a6b"  # a subscription the sandbox seeds
+
+
+@pytest.fixture
+def page(e2e_browser: Any, staff_shop: Shop) -> Any:
+    page = log_in(e2e_browser, staff_shop, "admin", "tienda-demo-2026", locale="en-US")
+    yield page
+    page.context.close()
+
+
+def open_payment(page: Any, shop: Shop, payment: Payment) -> None:
+    page.goto(f"{shop.url}{reverse('admin:payments_payment_change', args=[payment.pk])}")
+
+
+def payment_of(order: Any) -> Payment:
+    return Payment.objects.get(external_reference=order.reference)
+
+
+def test_capture_in_part_from_the_payment_page(
+    page: Any, staff_shop: Shop, products: dict[str, Product]
+) -> None:
+    order = paid_order(staff_shop.api, (products["blusa"], 1))
+    open_payment(page, staff_shop, payment_of(order))
+
+    page.locator("#action-capture").click()
+    expect(page.locator("#id_amount")).to_have_value("1290.00")
+    page.locator("#id_amount").fill("1000.00")
+    page.locator("input[type=submit]").click()
+
+    expect(success(page)).to_contain_text("$1,000.00")
+    assert remote_of(staff_shop.api, order)["captured_amount"] == Decimal("1000.00")
+    assert payment_of(order).status == PaymentStatus.APPROVED
+
+
+def test_cancel_then_refund_from_the_payment_page(
+    page: Any, staff_shop: Shop, products: dict[str, Product], settings: Any
+) -> None:
+    held = paid_order(staff_shop.api, (products["blusa"], 1))
+    open_payment(page, staff_shop, payment_of(held))
+    page.locator("#action-cancel").click()
+    page.locator("input[type=submit]").click()
+    expect(success(page)).to_be_visible()
+    assert remote_of(staff_shop.api, held)["status"] == "cancelled"
+
+    settings.PAYMENTS_CAPTURE_METHOD = "automatic"
+    charged = paid_order(staff_shop.api, (products["taza"], 2))
+    open_payment(page, staff_shop, payment_of(charged))
+    page.locator("#action-refund").click()
+    page.locator("#id_amount").fill("289.00")
+    page.locator("#id_reason").fill("Taza rota")
+    page.locator("input[type=submit]").click()
+
+    expect(success(page)).to_contain_text("$289.00")
+    assert remote_of(staff_shop.api, charged)["amount_refunded"] == Decimal("289.00")
+
+
+def choose_and_go(page: Any, shop: Shop, changelist: str, pk: int, action: str) -> None:
+    page.goto(f"{shop.url}{reverse(changelist)}")
+    page.locator(f'input.action-select[value="{pk}"]').check()
+    page.locator('select[name="action"]').select_option(action)
+    page.locator('button[name="index"]').click()
+
+
+def test_capture_from_the_payments_list(
+    page: Any, staff_shop: Shop, products: dict[str, Product]
+) -> None:
+    order = paid_order(staff_shop.api, (products["blusa"], 1))
+
+    choose_and_go(
+        page, staff_shop, "admin:payments_payment_changelist", payment_of(order).pk,
+        "capture_selected",
+    )  # fmt: skip
+
+    expect(success(page)).to_contain_text(order.reference)
+    assert remote_of(staff_shop.api, order)["captured_amount"] == Decimal("1290.00")
+
+
+def test_cancel_a_subscription_from_its_list(page: Any, staff_shop: Shop) -> None:
+    subscription: Subscription = subscription_sync(provider_id=SEED_MARIA)
+
+    choose_and_go(
+        page, staff_shop, "admin:payments_subscription_changelist", subscription.pk,
+        "cancel_selected",
+    )  # fmt: skip
+    page.locator("input.deletelink").click()
+
+    expect(success(page)).to_be_visible()
+    subscription.refresh_from_db()
+    assert subscription.status == "inactive"
+    assert staff_shop.api.get(f"/subscriptions/{SEED_MARIA}").json()["status"] == "inactive"
+
+
+def test_retry_a_failed_notification_from_its_list(
+    page: Any, staff_shop: Shop, products: dict[str, Product]
+) -> None:
+    order = paid_order(staff_shop.api, (products["blusa"], 1))
+    event = WebhookEvent.objects.create(
+        provider_payment_id=payment_of(order).provider_id,
+        event_type="UPDATE",
+        state=WebhookState.FAILED,
+        attempts=5,
+        last_error="Gave up after retries.",
+    )
+
+    choose_and_go(
+        page, staff_shop, "admin:webhooks_webhookevent_changelist", event.pk, "retry_selected"
+    )
+
+    expect(success(page)).to_contain_text("1 notification queued for retry.")
+
+    def processed() -> bool:
+        event.refresh_from_db()
+        return event.state == WebhookState.PROCESSED
+
+    from tests.support import wait_until
+
+    wait_until(processed, timeout=20)
+    assert str(uuid.UUID(event.provider_payment_id)) == payment_of(order).provider_id
