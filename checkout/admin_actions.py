@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -221,7 +221,7 @@ class OrderActionsMixin(admin.ModelAdmin):
     def refresh_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         order = self._order_for(request, pk, "refresh")
         if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+            return self._page(request, order, "refresh", None)
 
         def refresh() -> str:
             count = order_refresh(order_id=order.pk, actor=request.user)

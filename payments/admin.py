@@ -16,7 +16,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.models import Permission
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -148,6 +148,13 @@ def _done(payment: Payment, verb: str) -> str:
         "reference": payment.external_reference,
         "done": text,
     }
+
+
+CLOSE_EXPLANATION = _(
+    "The provider never confirmed this attempt and no notification named it. Look the order "
+    "reference up at the provider first: if it has no payment for it, close the attempt so the "
+    "order can be paid again. If a payment turns up later, it is attached to the order."
+)
 
 
 def _permission(action: str) -> str:
@@ -418,6 +425,7 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
         form: Any,
         button: str,
         danger: bool = False,
+        explanation: str = "",
     ) -> TemplateResponse:
         context = {
             **self.admin_site.each_context(request),
@@ -429,6 +437,7 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
             "form": form,
             "button": button,
             "danger": danger,
+            "explanation": explanation,
         }
         return TemplateResponse(request, "admin/payments/payment/action.html", context)
 
@@ -501,7 +510,16 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
     def close_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         payment = self._payment_for(request, pk, _permission("close"))
         if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+            return self._form_page(
+                request,
+                payment,
+                gettext("Close %(reference)s as not created?")
+                % {"reference": payment.external_reference},
+                None,
+                gettext("Close as not created"),
+                danger=True,
+                explanation=CLOSE_EXPLANATION,
+            )
         self._run(
             request,
             payment,
@@ -513,7 +531,14 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
     def refresh_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         payment = self._payment_for(request, pk, _permission("refresh"))
         if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+            return self._form_page(
+                request,
+                payment,
+                gettext("Read %(reference)s again from the provider?")
+                % {"reference": payment.external_reference},
+                None,
+                gettext("Refresh from provider"),
+            )
         self._run(
             request,
             payment,

@@ -87,6 +87,7 @@ def test_cancel_then_refresh_from_the_order_page(
     products["blusa"].refresh_from_db()
     assert products["blusa"].stock == 5
     admin_page.locator("#action-refresh").click()
+    admin_page.locator("#confirm").click()
     expect(success(admin_page)).to_contain_text(order.reference)
     expect(admin_page.locator("#action-cancel")).to_have_count(0)
 
@@ -146,6 +147,7 @@ def test_refresh_and_close_on_the_payment_page(
     )
 
     admin_page.locator("#action-refresh").click()
+    admin_page.locator("input[type=submit]").click()
 
     expect(success(admin_page)).to_be_visible()
     payment.refresh_from_db()
@@ -159,6 +161,8 @@ def test_refresh_and_close_on_the_payment_page(
     )
     admin_page.goto(f"{staff_shop.url}{reverse('admin:payments_payment_change', args=[lost.pk])}")
     admin_page.locator("#action-close").click()
+    expect(admin_page.locator("#content-main")).to_contain_text(re.compile("provider|proveedor"))
+    admin_page.locator("input[type=submit]").click()
 
     expect(success(admin_page)).to_be_visible()
     lost.refresh_from_db()

@@ -711,15 +711,17 @@ def test_refund_form_refuses_more_than_is_left_to_refund(
 # --- Refresh ------------------------------------------------------------------------------------
 
 
-def test_refresh_is_post_only(provider: Api, client: Client, admin_user: Any) -> None:
-    """GET on the refresh URL answers 405 and calls nothing."""
+def test_refresh_asks_first(provider: Api, client: Client, admin_user: Any) -> None:
+    """GET on the refresh URL is its confirmation page and calls nothing; the page posts to
+    the same address."""
     payment = authorized(provider)
     calls = count_calls(provider)
     client.force_login(admin_user)
 
     response = client.get(action_url("refresh", payment))
 
-    assert response.status_code == 405
+    assert response.status_code == 200
+    assert '<form method="post"' in response.content.decode()
     assert calls() == 0
 
 
