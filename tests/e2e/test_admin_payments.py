@@ -140,3 +140,55 @@ def test_retry_a_failed_notification_from_its_list(
 
     wait_until(processed, timeout=20)
     assert str(uuid.UUID(event.provider_payment_id)) == payment_of(order).provider_id
+
+
+def test_cancel_and_refresh_from_the_payments_list(
+    page: Any, staff_shop: Shop, products: dict[str, Product]
+) -> None:
+    held = paid_order(staff_shop.api, (products["blusa"], 1))
+    moved = paid_order(staff_shop.api, (products["taza"], 1))
+    staff_shop.api.patch(f"/payments/{payment_of(moved).provider_id}", {"status": "cancelled"})
+
+    choose_and_go(
+        page, staff_shop, "admin:payments_payment_changelist", payment_of(held).pk,
+        "cancel_selected",
+    )  # fmt: skip
+    expect(success(page)).to_contain_text(held.reference)
+    choose_and_go(
+        page, staff_shop, "admin:payments_payment_changelist", payment_of(moved).pk,
+        "refresh_selected",
+    )  # fmt: skip
+
+    expect(success(page)).to_contain_text(moved.reference)
+    assert remote_of(staff_shop.api, held)["status"] == "cancelled"
+    assert payment_of(held).status == PaymentStatus.CANCELLED
+    assert payment_of(moved).status == PaymentStatus.CANCELLED
+
+
+def test_replay_a_processed_notification_from_its_list(
+    page: Any, staff_shop: Shop, products: dict[str, Product]
+) -> None:
+    order = paid_order(staff_shop.api, (products["blusa"], 1))
+    event = WebhookEvent.objects.create(
+        provider_payment_id=payment_of(order).provider_id,
+        event_type="UPDATE",
+        state=WebhookState.PROCESSED,
+    )
+
+    choose_and_go(
+        page, staff_shop, "admin:webhooks_webhookevent_changelist", event.pk, "replay_selected"
+    )
+
+    expect(success(page)).to_contain_text("1 notification replayed.")
+
+
+def test_import_a_subscription_by_its_id(page: Any, staff_shop: Shop) -> None:
+    jorge = "7a2b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d"  # seeded by the sandbox
+    page.goto(f"{staff_shop.url}{reverse('admin:payments_subscription_changelist')}")
+    page.locator(f'a[href="{reverse("admin:payments_subscription_import")}"]').click()
+
+    page.locator("#id_provider_id").fill(jorge)
+    page.locator("input[type=submit]").click()
+
+    expect(success(page)).to_be_visible()
+    assert Subscription.objects.filter(provider_id=jorge).exists()
