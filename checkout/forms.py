@@ -7,6 +7,8 @@ import re
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from checkout.cart import MAX_PER_LINE
+
 MEXICAN_STATES = [
     "Aguascalientes",
     "Baja California",
@@ -44,7 +46,22 @@ MEXICAN_STATES = [
 
 
 class QuantityForm(forms.Form):
-    quantity = forms.IntegerField(min_value=0, max_value=99, initial=1)
+    """How many of a product (0 takes it out of the cart), up to the cart's limit per line."""
+
+    quantity = forms.IntegerField(
+        min_value=0,
+        max_value=MAX_PER_LINE,
+        initial=1,
+        error_messages={
+            "required": _("Choose how many you want."),
+            "invalid": _("Choose how many you want, as a whole number."),
+            "min_value": _("Choose how many you want, as a whole number."),
+            "max_value": _("You can order at most %(limit_value)s of each product."),
+        },
+    )
+
+    def first_error(self) -> str:
+        return str(self.errors["quantity"][0])
 
 
 class CheckoutForm(forms.Form):
@@ -85,7 +102,7 @@ class CheckoutForm(forms.Form):
     postal_code = forms.CharField(
         label=_("Postal code"),
         max_length=5,
-        min_length=5,
+        error_messages={"max_length": _("A Mexican postal code has 5 digits.")},
         widget=forms.TextInput(attrs={"autocomplete": "postal-code", "inputmode": "numeric"}),
     )
     country = forms.ChoiceField(label=_("Country"), choices=[("MX", "México")], initial="MX")

@@ -11,7 +11,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from checkout.cart import Cart, CartError
+from checkout.cart import MAX_PER_LINE, Cart, CartError
 from checkout.forms import CheckoutForm, QuantityForm
 from checkout.installments import order_installments, plans_for
 from checkout.models import OrderStatus, Product
@@ -42,7 +42,9 @@ def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
 def cart_view(request: HttpRequest) -> HttpResponse:
     cart = Cart(request.session)
     return render(
-        request, "checkout/cart.html", _context(request, lines=cart.lines(), total=cart.total())
+        request,
+        "checkout/cart.html",
+        _context(request, lines=cart.lines(), total=cart.total(), max_per_line=MAX_PER_LINE),
     )
 
 
@@ -50,7 +52,10 @@ def cart_view(request: HttpRequest) -> HttpResponse:
 def cart_add(request: HttpRequest, slug: str) -> HttpResponse:
     product = get_object_or_404(Product, slug=slug)
     form = QuantityForm(request.POST)
-    if not form.is_valid() or form.cleaned_data["quantity"] < 1:
+    if not form.is_valid():
+        messages.error(request, form.first_error())
+        return redirect("checkout:product", slug=slug)
+    if form.cleaned_data["quantity"] < 1:
         messages.error(request, _("Choose a quantity of at least 1."))
         return redirect("checkout:product", slug=slug)
     try:
@@ -67,7 +72,7 @@ def cart_update(request: HttpRequest, slug: str) -> HttpResponse:
     product = get_object_or_404(Product, slug=slug)
     form = QuantityForm(request.POST)
     if not form.is_valid():
-        messages.error(request, _("Enter a quantity from 0 to 99."))
+        messages.error(request, form.first_error())
         return redirect("checkout:cart")
     try:
         Cart(request.session).set(product, form.cleaned_data["quantity"])

@@ -353,3 +353,38 @@ def test_cart_add_with_the_csrf_token_works(make_product) -> None:
     )
     assert response.status_code == 302
     assert cart_of(browser) == {str(product.pk): 2}
+
+
+@pytest.mark.parametrize(
+    ("quantity", "said"),
+    [
+        ("100000", "Puedes pedir como máximo 20 de cada producto."),
+        ("21", "Puedes pedir como máximo 20 de cada producto."),
+        ("dos", "Elige cuántos quieres, con un número entero."),
+        ("-3", "Elige cuántos quieres, con un número entero."),
+        ("0", "Elige una cantidad de al menos 1."),
+    ],
+)
+def test_adding_an_impossible_quantity_says_what_is_wrong(
+    client: Client, make_product, quantity: str, said: str
+) -> None:
+    """The message names the real problem (the cart's limit is 20 a line), not another one."""
+    product = make_product(stock=50)
+
+    response = add_to_cart(client, product, quantity)
+
+    assert error_messages(response) == [said]
+    assert cart_of(client) == {}
+
+
+def test_the_cart_offers_the_real_limit_per_line(client: Client, make_product) -> None:
+    product = make_product(stock=50)
+    add_to_cart(client, product, 2)
+
+    page = html(client.get(reverse("checkout:cart")))
+
+    assert page.one("input", name="quantity").attrs["max"] == "20"
+    flush_messages(client)
+    assert error_messages(update(client, product, 100)) == [
+        "Puedes pedir como máximo 20 de cada producto."
+    ]

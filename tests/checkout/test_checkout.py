@@ -196,8 +196,8 @@ def test_checkout_shows_the_errors_of_an_invalid_post(client: Client, make_produ
     assert response.status_code == 200
     assert set(response.context["form"].errors) == {"phone", "postal_code"}
     page = html(response)
-    assert page.one("p", id="id_phone-error")
-    assert page.one("p", id="id_postal_code-error")
+    assert page.one("div", id="id_phone_error").text
+    assert page.one("div", id="id_postal_code_error").text
     assert len(page.find_all("div", cls="invalid")) == 2
     assert Order.objects.count() == 0
     assert Product.objects.get(pk=product.pk).stock == 5
@@ -345,3 +345,39 @@ def test_order_page_of_an_unpaid_order_links_to_payment(client: Client, make_pro
     page.one("a", href=reverse("checkout:pay", args=[order.reference]))
     row = page.one("tbody").one("tr")
     assert [td.text for td in row.find_all("td")] == ["Taza", "$289.00", "2", "$578.00"]
+
+
+def test_every_field_is_described_by_its_hint_and_errors_on_the_page(
+    client: Client, make_product
+) -> None:
+    """A screen reader hears each field's hint and errors: every id a field's aria-describedby
+    names is an element of the page, holding that hint or error (and the field is marked
+    invalid)."""
+    add_to_cart(client, make_product(stock=5), 1)
+    empty = html(client.get(reverse("checkout:checkout")))
+    invalid = html(
+        client.post(reverse("checkout:checkout"), {**CUSTOMER, "phone": "123", "email": "x"})
+    )
+
+    described = 0
+    for page in (empty, invalid):
+        for field in page.find_all("input") + page.find_all("select"):
+            for target in field.attrs.get("aria-describedby", "").split():
+                assert page.one(id=target).text, target
+                described += 1
+    phone = invalid.one("input", id="id_phone")
+    assert phone.attrs["aria-describedby"].split() == ["id_phone_helptext", "id_phone_error"]
+    assert phone.attrs["aria-invalid"] == "true"
+    assert described >= 4
+
+
+@pytest.mark.parametrize("code", ["abc", "123", "1234567"])
+def test_a_malformed_postal_code_is_said_plainly(code: str) -> None:
+    """Whatever is wrong with it, a postal code is refused with the one readable message (not
+    Django's "at least 5 characters (it has 3)")."""
+    from django.utils import translation
+
+    with translation.override("en"):
+        form = CheckoutForm({**CUSTOMER, "postal_code": code})
+        assert not form.is_valid()
+        assert form.errors["postal_code"] == ["A Mexican postal code has 5 digits."]

@@ -29,7 +29,7 @@ def expect_paid_order_page(shopper: Shopper) -> None:
     """The order page says paid at once; the stored order follows (its task) a moment later."""
     shopper.wait_for_order_page()
     expect(shopper.page.locator("#order-status")).to_have_class(re.compile(r"\bstatus-paid\b"))
-    wait_until(lambda: shopper.order().status == OrderStatus.PAID, timeout=10)
+    wait_until(lambda: shopper.order().status == OrderStatus.PAID, timeout=30)
 
 
 def expect_refused(shopper: Shopper) -> None:
@@ -67,7 +67,7 @@ def test_manual_capture_holds_the_amount(page: Any, shop: Shop, settings: Any) -
 
     shopper.wait_for_order_page()
     expect(page.locator("#order-status")).to_have_class(re.compile(r"\bstatus-authorized\b"))
-    wait_until(lambda: shopper.order().status == OrderStatus.AUTHORIZED, timeout=10)
+    wait_until(lambda: shopper.order().status == OrderStatus.AUTHORIZED, timeout=30)
     assert [p.status for p in shopper.payments()] == [PaymentStatus.AUTHORIZED]
 
 
@@ -97,7 +97,7 @@ def test_a_failed_challenge_lets_the_shopper_pay_with_another_card(page: Any, sh
 
     expect_refused(shopper)
     expect(page.locator("#threeds-dialog")).to_be_hidden()
-    wait_until(lambda: shopper.order().status == OrderStatus.PAYMENT_FAILED, timeout=10)
+    wait_until(lambda: shopper.order().status == OrderStatus.PAYMENT_FAILED, timeout=30)
 
     shopper.type_card(VISA)
     shopper.pay()
@@ -119,7 +119,7 @@ def test_a_declined_card_says_why_and_allows_another_try(page: Any, shop: Shop) 
     shopper.pay()
 
     expect_refused(shopper)
-    wait_until(lambda: shopper.order().status == OrderStatus.PAYMENT_FAILED, timeout=10)
+    wait_until(lambda: shopper.order().status == OrderStatus.PAYMENT_FAILED, timeout=30)
     assert [p.status for p in shopper.payments()] == [PaymentStatus.REJECTED]
 
 
@@ -193,7 +193,7 @@ def test_a_forged_challenge_message_moves_nothing(
     assert sorted(page.evaluate("window.__forged")) == sorted([foreign_site.origin, shop.url])
     page.wait_for_timeout(1000)
 
-    wait_until(lambda: shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION, timeout=10)
+    wait_until(lambda: shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION, timeout=30)
     expect(page.locator("#threeds-dialog[open]")).to_be_visible()
     expect(shopper.challenge_frame.locator("#code")).to_be_visible()
     checking = page.locator("#payment").get_attribute("data-text-checking")
@@ -237,7 +237,7 @@ def test_a_challenge_frame_taken_to_another_origin_is_not_believed(
     checking = page.locator("#payment").get_attribute("data-text-checking")
     expect(page.locator("#pay-status")).not_to_have_text(checking or "")
     expect(page.locator("#threeds-dialog[open]")).to_be_visible()
-    wait_until(lambda: shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION, timeout=10)
+    wait_until(lambda: shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION, timeout=30)
     page.context.close()
 
 
