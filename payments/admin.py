@@ -133,15 +133,14 @@ DONE = {
 }
 
 
-def _done(payment: Payment, verb: str) -> str:
+def _done(payment: Payment, verb: str, amount: Decimal | None = None) -> str:
     """`ORD-…: captured $250.00.`, in the staff member's language."""
-    word, _space, amount = verb.partition(" $")
-    if amount and word in ("captured", "refunded"):
+    if amount is not None:
         done = {
             "captured": gettext("captured %(amount)s"),
             "refunded": gettext("refunded %(amount)s"),
         }
-        text = done[word] % {"amount": money(Decimal(amount))}
+        text = done[verb] % {"amount": money(amount)}
     else:
         text = str(DONE.get(verb, verb))
     return gettext("%(reference)s: %(done)s.") % {
@@ -406,15 +405,20 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
         return HttpResponseRedirect(reverse("admin:payments_payment_change", args=[payment.pk]))
 
     def _run(
-        self, request: HttpRequest, payment: Payment, verb: str, run: Callable[[], Any]
+        self,
+        request: HttpRequest,
+        payment: Payment,
+        verb: str,
+        run: Callable[[], Any],
+        amount: Decimal | None = None,
     ) -> bool:
         try:
             run()
         except PaymentError as exc:
             self.message_user(request, exc.message, messages.ERROR)
             return False
-        self.log_change(request, payment, verb)
-        self.message_user(request, _done(payment, verb), messages.SUCCESS)
+        self.log_change(request, payment, verb if amount is None else f"{verb} ${amount}")
+        self.message_user(request, _done(payment, verb, amount), messages.SUCCESS)
         return True
 
     def _form_page(
@@ -457,7 +461,7 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             verb = {"capture": "captured", "refund": "refunded"}[action]
-            self._run(request, payment, f"{verb} ${data['amount']}", lambda: run(payment, data))
+            self._run(request, payment, verb, lambda: run(payment, data), data["amount"])
             return self._back(payment)
         button = {"capture": _("Capture"), "refund": _("Refund")}[action]
         title = f"{button} {payment.external_reference}"
