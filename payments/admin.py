@@ -36,6 +36,7 @@ from payments.models import (
     Refund,
     Subscription,
 )
+from payments.pesos import pesos
 
 BADGE_COLOURS = {
     PaymentStatus.APPROVED: "#067647",
@@ -52,7 +53,7 @@ BADGE_COLOURS = {
 
 def money(value: Decimal | None) -> str:
     """Mexican pesos as the whole admin writes them: $1,290.00."""
-    return "—" if value is None else f"${value:,.2f}"
+    return "—" if value is None else pesos(value)
 
 
 class MoneyColumns:

@@ -8,6 +8,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from payments.models import Payment
+from payments.pesos import pesos
 
 
 class _AmountForm(forms.Form):
@@ -26,7 +27,7 @@ class _AmountForm(forms.Form):
         self.fields["amount"].initial = maximum
         self.fields["amount"].label = _("Amount")
         self.fields["amount"].help_text = _("At most %(maximum)s %(currency)s.") % {
-            "maximum": f"${maximum:,.2f}",
+            "maximum": pesos(maximum),
             "currency": payment.currency,
         }
 
@@ -34,8 +35,7 @@ class _AmountForm(forms.Form):
         amount: Decimal = self.cleaned_data["amount"]
         if amount > self.maximum:
             raise forms.ValidationError(
-                _("The amount cannot be more than %(maximum)s.")
-                % {"maximum": f"${self.maximum:,.2f}"}
+                _("The amount cannot be more than %(maximum)s.") % {"maximum": pesos(self.maximum)}
             )
         return amount
 

@@ -16,6 +16,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 
+from payments.pesos import pesos
+
 AUTHORIZATION_VALIDITY = timedelta(days=30)
 # Staff are warned this long before an uncaptured authorization expires (at 27 days).
 EXPIRY_WARNING_DAYS = 3
@@ -181,7 +183,7 @@ class Payment(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.external_reference} · {self.get_status_display()} · ${self.amount:,.2f}"
+        return f"{self.external_reference} · {self.get_status_display()} · {pesos(self.amount)}"
 
     @property
     def is_final(self) -> bool:
@@ -306,7 +308,7 @@ class Refund(models.Model):
 
     def __str__(self) -> str:
         return _("Refund %(amount)s of %(reference)s") % {
-            "amount": f"${self.amount:,.2f}",
+            "amount": pesos(self.amount),
             "reference": self.payment.external_reference,
         }
 

@@ -53,6 +53,7 @@ from payments.models import (
     Subscription,
     SubscriptionStatus,
 )
+from payments.pesos import pesos
 from payments.sealed import seal
 from payments.signals import payment_status_changed
 from payments.statuses import RANK, UnknownProviderStatus, local_status
@@ -115,7 +116,7 @@ def check_amount(amount: Decimal, *, maximum: Decimal) -> Decimal:
         raise InvalidAmount(_("The amount must be greater than zero."))
     if amount > maximum:
         raise InvalidAmount(
-            _("The amount cannot be more than %(maximum)s.") % {"maximum": f"${maximum:,.2f}"}
+            _("The amount cannot be more than %(maximum)s.") % {"maximum": pesos(maximum)}
         )
     return amount
 

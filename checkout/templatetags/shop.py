@@ -6,6 +6,8 @@ from decimal import Decimal
 
 from django import template
 
+from payments.pesos import pesos
+
 register = template.Library()
 
 
@@ -15,4 +17,4 @@ def mxn(value: Decimal | int | str | None) -> str:
     if value in (None, ""):
         return ""
     amount = Decimal(str(value)).quantize(Decimal("0.01"))
-    return f"${amount:,.2f}"
+    return pesos(amount)
