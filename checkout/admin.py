@@ -8,11 +8,13 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext_lazy as _
 
 from checkout.admin_actions import OrderActionsMixin, available_actions
 from checkout.installments import order_installments
-from checkout.models import Order, OrderItem, Product
+from checkout.models import Order, OrderItem, OrderMail, Product
 from checkout.selectors import order_ledger, order_payments, with_charged
 from checkout.templatetags.shop import mxn
 
@@ -53,6 +55,41 @@ class OrderItemInline(admin.TabularInline):
         return mxn(obj.line_total)
 
 
+class OrderMailInline(admin.TabularInline):
+    """The mails due to the customer for the order's events, and whether each went out (read
+    only: they are sent by their tasks)."""
+
+    model = OrderMail
+    extra = 0
+    can_delete = False
+    fields = ["kind", "amount_shown", "created_at", "sent"]
+    readonly_fields = fields
+    ordering = ["created_at", "id"]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description=_("amount"))
+    def amount_shown(self, obj: OrderMail) -> str:
+        if obj.amount is None:
+            return "—"
+        if obj.released:
+            return _("%(amount)s (released %(released)s)") % {
+                "amount": mxn(obj.amount),
+                "released": mxn(obj.released),
+            }
+        return mxn(obj.amount)
+
+    @admin.display(description=_("sent"))
+    def sent(self, obj: OrderMail) -> str:
+        if obj.sent_at is None:
+            return str(_("not sent yet"))
+        return date_format(timezone.localtime(obj.sent_at), "DATETIME_FORMAT")
+
+
 @admin.register(Order)
 class OrderAdmin(OrderActionsMixin):
     """The staff's main screen: the order, its customer, its payments and their ledger, and
@@ -71,7 +108,7 @@ class OrderAdmin(OrderActionsMixin):
     list_filter = ["status", "fulfilment"]
     search_fields = ["reference", "email", "last_name"]
     date_hierarchy = "created_at"
-    inlines = [OrderItemInline]
+    inlines = [OrderItemInline, OrderMailInline]
     actions = ["ship_selected"]
     change_form_template = "admin/checkout/order/change_form.html"
     fieldsets = [
@@ -80,7 +117,7 @@ class OrderAdmin(OrderActionsMixin):
             _("Customer"),
             {"fields": ["customer_name", "email", "phone", "address", "language"]},
         ),
-        (_("Dates"), {"fields": ["created_at", "confirmation_sent_at"]}),
+        (_("Dates"), {"fields": ["created_at", "reserved_until", "updated_at"]}),
     ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:

@@ -127,3 +127,18 @@ class CheckoutForm(forms.Form):
             if isinstance(value, str):
                 data[name] = value.strip()
         return data
+
+
+class MyOrdersForm(forms.Form):
+    """ "Mis pedidos": the address to mail the links of its orders to."""
+
+    email = forms.EmailField(
+        label=_("Email"),
+        max_length=254,
+        help_text=_("The address you gave with your order."),
+        error_messages={
+            "required": _("Write your email address."),
+            "invalid": _("Write an email address such as ana@example.com."),
+        },
+        widget=forms.EmailInput(attrs={"autocomplete": "email"}),
+    )

@@ -60,3 +60,38 @@ def status_checks_exceeded(request: HttpRequest) -> bool:
         )
     except LimitsUnavailable:
         return True
+
+
+def _counted(request: HttpRequest, what: str, per_session: str, per_address: str) -> bool:
+    """Count one `what` by session and by address; True when either has made too many."""
+    by_session = _limited(
+        request, group=f"checkout.{what}.session", key=_session_or_address, rate=per_session
+    )
+    by_address = _limited(request, group=f"checkout.{what}.address", key="ip", rate=per_address)
+    return by_session or by_address
+
+
+def order_creations_exceeded(request: HttpRequest) -> bool:
+    """Count this order; True when its session or its address has placed too many. While the
+    cache is down orders are not counted (logged): the shop keeps selling, and what an unpaid
+    order holds goes back to stock when its reservation expires."""
+    try:
+        return _counted(
+            request, "orders", settings.SHOP_ORDERS_PER_SESSION, settings.SHOP_ORDERS_PER_ADDRESS
+        )
+    except LimitsUnavailable:
+        return False
+
+
+def order_lists_exceeded(request: HttpRequest) -> bool:
+    """Count this request for a list of orders by mail ("Mis pedidos"); True also when it
+    cannot be counted (no mail goes out uncounted)."""
+    try:
+        return _counted(
+            request,
+            "order_lists",
+            settings.SHOP_ORDER_LISTS_PER_SESSION,
+            settings.SHOP_ORDER_LISTS_PER_ADDRESS,
+        )
+    except LimitsUnavailable:
+        return True

@@ -69,6 +69,7 @@ class OrderStatus(models.TextChoices):
     CANCELLED = "cancelled", _("Cancelled")
     REFUNDED = "refunded", _("Refunded")
     PARTIALLY_REFUNDED = "partially_refunded", _("Partially refunded")
+    EXPIRED = "expired", _("Expired: not paid in time")
 
 
 class Fulfilment(models.TextChoices):
@@ -117,12 +118,21 @@ class Order(models.Model):
     total = models.DecimalField(_("total"), max_digits=12, decimal_places=2)
     currency = models.CharField(_("currency"), max_length=3, default="MXN")
     language = models.CharField(_("language"), max_length=8, default="es")
-    confirmation_sent_at = models.DateTimeField(_("confirmation mailed"), null=True, blank=True)
+    # Its items are held for it until then (SHOP_RESERVATION_MINUTES); not paid or authorized
+    # by then, it expires and they go back to stock (checkout.services.reservations).
+    reserved_until = models.DateTimeField(_("items held until"), null=True, blank=True)
     created_at = models.DateTimeField(_("placed"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [
+            models.Index(
+                fields=["reserved_until"],
+                name="order_reservation_open",
+                condition=models.Q(status__in=sorted(PAYABLE_STATUSES)),
+            )
+        ]
         verbose_name = _("order")
         verbose_name_plural = _("orders")
         permissions = [
@@ -150,6 +160,7 @@ class OrderItem(models.Model):
         Product, on_delete=models.PROTECT, related_name="+", verbose_name=_("product")
     )
     name = models.CharField(_("name"), max_length=120)
+    name_en = models.CharField(_("name (English)"), max_length=120, blank=True)
     unit_price = models.DecimalField(_("unit price"), max_digits=10, decimal_places=2)
     quantity = models.PositiveIntegerField(_("quantity"), validators=[MinValueValidator(1)])
     # Of `quantity`: sent to the customer, and put back in stock (cancelled, released or
@@ -166,6 +177,10 @@ class OrderItem(models.Model):
         return f"{self.quantity} × {self.name}"
 
     @property
+    def display_name(self) -> str:
+        return self.name_en if get_language() == "en" and self.name_en else self.name
+
+    @property
     def line_total(self) -> Decimal:
         return self.unit_price * self.quantity
 
@@ -180,6 +195,8 @@ class OrderEventKind(models.TextChoices):
     REFUNDED = "refunded", _("Refunded")
     RESTOCKED = "restocked", _("Back in stock")
     REFRESHED = "refreshed", _("Refreshed from the provider")
+    EXPIRED = "expired", _("Expired")
+    RESERVED = "reserved", _("Items held again")
 
 
 class OrderEvent(models.Model):
@@ -212,3 +229,51 @@ class OrderEvent(models.Model):
         if self.pk is not None:
             raise ValueError("order events are append-only")
         super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+
+class OrderMailKind(models.TextChoices):
+    RECEIVED = "received", _("Order received")
+    PAID = "paid", _("Payment received")
+    HELD = "held", _("Amount held")
+    CHARGED = "charged", _("Shipped and charged")
+    SHIPPED = "shipped", _("Shipped")
+    CANCELLED = "cancelled", _("Cancelled")
+    REFUNDED = "refunded", _("Refunded")
+    EXPIRED = "expired", _("Expired")
+    PAYMENT_RETURNED = "payment_returned", _("Late payment given back")
+
+
+class OrderMail(models.Model):
+    """A mail due to the order's customer for one event of the order (`key` names the event:
+    one mail per event, however often the event is seen). Sent by a task; `sent_at` set once
+    the mail server took it."""
+
+    order = models.ForeignKey(
+        Order, on_delete=models.CASCADE, related_name="mails", verbose_name=_("order")
+    )
+    kind = models.CharField(_("mail"), max_length=20, choices=OrderMailKind.choices)
+    key = models.CharField(_("event"), max_length=80)
+    amount = models.DecimalField(
+        _("amount"), max_digits=12, decimal_places=2, null=True, blank=True
+    )
+    released = models.DecimalField(
+        _("released"), max_digits=12, decimal_places=2, null=True, blank=True
+    )
+    created_at = models.DateTimeField(_("due since"), default=timezone.now)
+    sent_at = models.DateTimeField(_("sent"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["order", "key"], name="order_mail_once_per_event")
+        ]
+        indexes = [
+            models.Index(
+                fields=["created_at"], name="order_mail_unsent", condition=models.Q(sent_at=None)
+            )
+        ]
+        verbose_name = _("mail to the customer")
+        verbose_name_plural = _("mails to the customer")
+
+    def __str__(self) -> str:
+        return f"{self.order.reference}: {self.get_kind_display()}"

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from checkout.services import orders
+from checkout.services import mail, orders, reservations
 from checkout.services.duplicate_charges import ReleasePending, order_release_duplicates
-from checkout.services.mail import order_send_confirmation
 
 
 @shared_task(
@@ -22,20 +21,6 @@ from checkout.services.mail import order_send_confirmation
 def order_release_duplicates_task(reference: str) -> int:
     """Give back an order's second charge (refund it, or cancel its authorization)."""
     return order_release_duplicates(reference=reference)
-
-
-@shared_task(
-    acks_late=True,
-    ignore_result=True,
-    autoretry_for=(Exception,),
-    retry_backoff=30,
-    retry_backoff_max=1800,
-    retry_jitter=True,
-    max_retries=20,
-)
-def order_send_confirmation_task(order_id: int) -> bool:
-    """Mail the order's confirmation once; a mail server's failure is tried again later."""
-    return order_send_confirmation(order_id=order_id)
 
 
 @shared_task(
@@ -63,3 +48,53 @@ def orders_follow_payments_task() -> int:
         orders.order_sync_status(order_id=order_id)
         synced += 1
     return synced
+
+
+@shared_task(ignore_result=True)
+def reservations_expire_task() -> int:
+    """Expire the orders not paid within SHOP_RESERVATION_MINUTES: their items go back to stock
+    (pages that show stock do it too, at once)."""
+    return reservations.reservations_expire()
+
+
+# --- Mails to the shopper ---------------------------------------------------------------------
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(Exception,),
+    retry_backoff=30,
+    retry_backoff_max=1800,
+    retry_jitter=True,
+    max_retries=20,
+)
+def order_mail_send_task(mail_id: int) -> bool:
+    """Send one of the order's mails, once (a redelivery or a second task finds it sent); a
+    mail server's failure is tried again later."""
+    return mail.order_mail_send(mail_id=mail_id)
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(Exception,),
+    retry_backoff=30,
+    retry_backoff_max=600,
+    retry_jitter=True,
+    max_retries=5,
+)
+def orders_list_mail_task(email: str, language: str) -> int:
+    """Mail an address the list of its orders ("My orders"); nothing if it has none."""
+    return mail.orders_list_send(email=email, language=language)
+
+
+@shared_task(ignore_result=True)
+def order_mails_sweep_task() -> int:
+    """The safety net of `order_mail_send_task`: a mail unsent for SWEEP_AFTER (its task lost,
+    or the broker down when it was queued) is queued again, at most once per SWEEP_LEASE."""
+    queued = 0
+    for mail_id in mail.order_mails_to_resend():
+        order_mail_send_task.delay(mail_id)
+        queued += 1
+    return queued

@@ -13,6 +13,8 @@ urlpatterns = [
     path("carrito/quitar/<slug:slug>/", views.cart_remove, name="cart_remove"),
     path("checkout/", views.checkout, name="checkout"),
     path("pedidos/<str:reference>/", views.order_detail, name="order"),
+    path("pedido/<str:reference>/<str:token>/", views.order_by_link, name="order_link"),
+    path("mis-pedidos/", views.my_orders, name="my_orders"),
     path("pedidos/<str:reference>/pagar/", views.pay, name="pay"),
     path("pedidos/<str:reference>/pagos/", api.PayAttemptView.as_view(), name="pay_attempt"),
     path(

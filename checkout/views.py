@@ -5,19 +5,25 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from checkout import tasks
 from checkout.cart import MAX_PER_LINE, Cart, CartError
-from checkout.forms import CheckoutForm, QuantityForm
+from checkout.forms import CheckoutForm, MyOrdersForm, QuantityForm
 from checkout.installments import order_installments, plans_for
-from checkout.models import OrderStatus, Product
+from checkout.limits import order_creations_exceeded, order_lists_exceeded, status_checks_exceeded
+from checkout.links import token_matches
+from checkout.models import Order, OrderStatus, Product
 from checkout.ownership import own_order, remember_order
 from checkout.selectors import order_payments
 from checkout.services import CheckoutError, order_as_paid_now, order_create_from_cart
+from checkout.services.payment_page import order_pending_challenge
+from checkout.services.reservations import late_payment, order_expire_if_over, reservations_expire
 from config.security import sdk_url
 from payments.catalogue import payment_methods_for
 
@@ -26,20 +32,28 @@ def _context(request: HttpRequest, **extra: object) -> dict[str, object]:
     return {"shop_name": settings.SHOP_NAME, "cart_count": Cart(request.session).count, **extra}
 
 
+# Pages that show stock first give back what expired orders hold (bounded: the beat's task
+# takes care of a backlog).
+PAGE_EXPIRY_LIMIT = 20
+
+
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
+    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
     products = Product.objects.filter(active=True)
     return render(request, "checkout/home.html", _context(request, products=products))
 
 
 @require_GET
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
     product = get_object_or_404(Product, slug=slug, active=True)
     return render(request, "checkout/product.html", _context(request, product=product))
 
 
 @require_GET
 def cart_view(request: HttpRequest) -> HttpResponse:
+    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
     cart = Cart(request.session)
     return render(
         request,
@@ -50,6 +64,7 @@ def cart_view(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def cart_add(request: HttpRequest, slug: str) -> HttpResponse:
+    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
     product = get_object_or_404(Product, slug=slug)
     form = QuantityForm(request.POST)
     if not form.is_valid():
@@ -69,6 +84,7 @@ def cart_add(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 def cart_update(request: HttpRequest, slug: str) -> HttpResponse:
+    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
     product = get_object_or_404(Product, slug=slug)
     form = QuantityForm(request.POST)
     if not form.is_valid():
@@ -95,7 +111,12 @@ def checkout(request: HttpRequest) -> HttpResponse:
         messages.info(request, _("Your cart is empty."))
         return redirect("checkout:cart")
     form = CheckoutForm(request.POST or None)
+    if request.method == "POST" and form.is_valid() and order_creations_exceeded(request):
+        form.add_error(None, _("You have placed many orders in a short time. Please wait a while."))
+        context = _context(request, form=form, lines=cart.lines(), total=cart.total())
+        return render(request, "checkout/checkout.html", context, status=429)
     if request.method == "POST" and form.is_valid():
+        reservations_expire(limit=PAGE_EXPIRY_LIMIT)
         try:
             order = order_create_from_cart(
                 cart=cart, customer=form.cleaned_data, language=get_language() or "es"
@@ -113,10 +134,18 @@ def checkout(request: HttpRequest) -> HttpResponse:
     )
 
 
+@never_cache  # "back" after paying asks again, and lands on the order's page
 @require_GET
 def pay(request: HttpRequest, reference: str) -> HttpResponse:
-    order = order_as_paid_now(own_order(request, reference))
-    if not order.is_payable:
+    order = order_expire_if_over(order_as_paid_now(own_order(request, reference)))
+    # A 3-D Secure challenge the provider still has pending is opened again (a reload).
+    # (Read from the provider within the session's status checks; beyond, as last heard.)
+    challenge = None
+    if order.is_payable:
+        challenge = order_pending_challenge(
+            order, may_read=lambda: not status_checks_exceeded(request)
+        )
+    if not order_as_paid_now(order).is_payable:
         return redirect("checkout:order", reference=reference)
     methods = payment_methods_for(total=order.total)
     patterns = {
@@ -136,13 +165,31 @@ def pay(request: HttpRequest, reference: str) -> HttpResponse:
             public_key=settings.PAYMENTS_PUBLIC_KEY,
             theme=settings.PAYMENTS_SDK_THEME,
             locale="en" if get_language() == "en" else "es",
+            challenge=challenge,
         ),
     )
 
 
+@never_cache
 @require_GET
 def order_detail(request: HttpRequest, reference: str) -> HttpResponse:
-    order = order_as_paid_now(own_order(request, reference))
+    return _order_page(request, own_order(request, reference))
+
+
+@never_cache
+@require_GET
+def order_by_link(request: HttpRequest, reference: str, token: str) -> HttpResponse:
+    """The order's own link (its mails carry it): its page in any browser, which may then pay
+    or follow it as the browser that placed it."""
+    if not token_matches(reference, token):
+        raise Http404
+    order = get_object_or_404(Order.objects.prefetch_related("items"), reference=reference)
+    remember_order(request, order)
+    return _order_page(request, order)
+
+
+def _order_page(request: HttpRequest, order: Order) -> HttpResponse:
+    order = order_expire_if_over(order_as_paid_now(order))
     return render(
         request,
         "checkout/order.html",
@@ -152,5 +199,37 @@ def order_detail(request: HttpRequest, reference: str) -> HttpResponse:
             items=order.items.all(),
             held=order.status == OrderStatus.AUTHORIZED,
             installments=order_installments(order_payments(order)),
+            late_payment=late_payment(order),
+            reservation_minutes=settings.SHOP_RESERVATION_MINUTES,
         ),
     )
+
+
+@require_http_methods(["GET", "POST"])
+def my_orders(request: HttpRequest) -> HttpResponse:
+    """ "Mis pedidos": the links of an address's orders, by mail to that address. The answer is
+    the same whether it has orders or not."""
+    form = MyOrdersForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        if order_lists_exceeded(request):
+            form.add_error(None, _("Too many requests. Please wait a few minutes."))
+            context = _context(request, form=form)
+            return render(request, "checkout/my_orders.html", context, status=429)
+        email = form.cleaned_data["email"]
+        language = get_language() or "es"
+        try:
+            tasks.orders_list_mail_task.delay(email, language)
+        except Exception:  # the broker is down: say so, rather than promise a mail
+            form.add_error(None, _("We cannot send mail right now. Please try again later."))
+            context = _context(request, form=form)
+            return render(request, "checkout/my_orders.html", context, status=503)
+        messages.success(
+            request,
+            _(
+                "If there are orders with %(email)s, we have sent it a mail with their links. "
+                "It may take a few minutes."
+            )
+            % {"email": email},
+        )
+        return redirect("checkout:my_orders")
+    return render(request, "checkout/my_orders.html", _context(request, form=form))

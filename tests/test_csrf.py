@@ -33,6 +33,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from checkout.links import order_link_path
 from checkout.models import Order, OrderItem, Product
 from payments.models import (
     CaptureMethod,
@@ -369,6 +370,12 @@ def _orders_placed(count: int) -> Effect:
     return check
 
 
+def _asked_for_orders(world: World, response: Any) -> None:
+    """The list of orders is asked for (its mail is queued): the page says so."""
+    assert response.status_code == 302, response
+    assert response["Location"] == reverse("checkout:my_orders")
+
+
 def _model_admin(app_model: str, obj: Build, *, denied: bool) -> dict[str, Case]:
     """The routes every ModelAdmin has; `denied` for the admins that never add, change or delete
     (payments, subscriptions, webhook events)."""
@@ -619,6 +626,15 @@ CASES: dict[str, Case] = {
     ),
     "pedidos/<str:reference>/": Case(
         lambda w: reverse("checkout:order", args=[w.order.reference]), who="shop", get_only=True
+    ),
+    "pedido/<str:reference>/<str:token>/": Case(
+        lambda w: order_link_path(w.order.reference), who="shop", get_only=True
+    ),
+    "mis-pedidos/": Case(
+        lambda w: reverse("checkout:my_orders"),
+        lambda w: {"email": "ana@example.com"},
+        who="shop",
+        effect=_asked_for_orders,
     ),
     "pedidos/<str:reference>/pagar/": Case(
         lambda w: reverse("checkout:pay", args=[w.order.reference]), who="shop", get_only=True

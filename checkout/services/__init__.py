@@ -3,7 +3,8 @@ given its payments (the only way an order moves), the payment page, duplicate ch
 
 from checkout.selectors import order_payments
 from checkout.services.duplicate_charges import charges_held, order_release_duplicates
-from checkout.services.mail import order_send_confirmation
+from checkout.services.mail import order_mail_send, orders_list_send, queue_order_mails
+from checkout.services.mails_due import order_mails_due
 from checkout.services.orders import (
     PAID_STATUSES,
     CheckoutError,
@@ -28,10 +29,13 @@ __all__ = [
     "order_as_paid_now",
     "order_check_payment",
     "order_create_from_cart",
+    "order_mail_send",
+    "order_mails_due",
     "order_pay",
     "order_payments",
     "order_release_duplicates",
-    "order_send_confirmation",
     "order_sync_status",
+    "orders_list_send",
     "outcome_of",
+    "queue_order_mails",
 ]

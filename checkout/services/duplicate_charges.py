@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from checkout.models import Order
+from checkout.models import Order, OrderStatus
 from checkout.selectors import order_payments
 from payments import services as payments
 from payments.errors import PaymentError, PaymentInProgress, ProviderDown
@@ -32,18 +32,23 @@ def charges_held(attempts: list[Payment]) -> list[Payment]:
 def order_release_duplicates(*, reference: str) -> int:
     """An order is paid once. If two attempts both went through (e.g. a 3-D Secure challenge
     finished in another tab after a second card paid), the extra ones are given back: refunded
-    in full, or their authorization cancelled. Returns how many were released; raises
+    in full, or their authorization cancelled. An order that expired before its payment came
+    (its items sold meanwhile) keeps none. Returns how many were released; raises
     `ReleasePending` when one could not be released yet (to be tried again)."""
     order = Order.objects.filter(reference=reference).first()
     if order is None:
         return 0
+    expired = order.status == OrderStatus.EXPIRED
+    reason = (
+        f"order {reference} had expired, its items sold"
+        if expired
+        else f"duplicate payment of order {reference}"
+    )
     released, pending = 0, 0
-    for extra in charges_held(order_payments(order))[1:]:
+    for extra in charges_held(order_payments(order))[0 if expired else 1 :]:
         try:
             if extra.status == PaymentStatus.APPROVED:
-                payments.payment_refund(
-                    payment=extra, reason=f"duplicate payment of order {reference}"
-                )
+                payments.payment_refund(payment=extra, reason=reason)
             else:
                 payments.payment_cancel(payment=extra)
         except (PaymentInProgress, ProviderDown) as exc:

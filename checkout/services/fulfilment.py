@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 
 from checkout.models import Fulfilment, Order, OrderEventKind, OrderItem, OrderStatus
 from checkout.selectors import order_payments
+from checkout.services.mail import queue_order_mails
 from checkout.services.orders import CheckoutError
 from checkout.services.stock import order_restock_unshipped, record, restock
 from checkout.templatetags.shop import mxn
@@ -123,6 +124,8 @@ def _record_shipment(
                 "released": mxn(released),
             }
         record(locked, OrderEventKind.SHIPPED, message, actor)
+        # A shipment of a charged order moves no payment (no sync follows): its mail is due now.
+        queue_order_mails(locked)
     if released:  # the hold is gone: what was not shipped will not be
         order_restock_unshipped(locked, actor)
     items = list(locked.items.all())
@@ -167,6 +170,7 @@ def order_cancel(*, order_id: int, actor: Actor) -> None:
             locked.status = OrderStatus.CANCELLED
         locked.save(update_fields=["fulfilment", "status", "updated_at"])
         record(locked, OrderEventKind.CANCELLED, "", actor)
+        queue_order_mails(locked)  # with no payment to move it, no sync follows
     order_restock_unshipped(locked, actor)
 
 

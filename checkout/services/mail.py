@@ -1,48 +1,240 @@
-"""The order confirmation mail, sent once."""
+"""Mails to the shopper: one per event of the order (`OrderMail`, unique per order and event
+key), worked out from the order's state and its payments' ledger, and sent once each by a task
+queued when the change that made it due commits (never inside the caller's transaction or
+request). Every mail is HTML with a plain-text alternative, in the order's language, and carries
+the order's own link."""
 
 from __future__ import annotations
 
 import logging
+import re
+from datetime import timedelta
+from typing import Any
 
-from django.core.mail import send_mail
+from django.conf import settings
+from django.core.cache import cache
+from django.core.mail import EmailMultiAlternatives
+from django.db import transaction
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from checkout.installments import order_installments
-from checkout.models import Order, OrderStatus
+from checkout.links import order_link
+from checkout.models import Order, OrderMail, OrderMailKind
 from checkout.selectors import order_payments
+from checkout.services.mails_due import order_mails_due
+from payments.models import Payment, PaymentStatus
 
 logger = logging.getLogger(__name__)
 
+# An unsent mail older than this had its task lost (or the broker was down): the sweep queues
+# it again, at most once per SWEEP_LEASE while its own task may still be retrying.
+SWEEP_AFTER = timedelta(minutes=10)
+SWEEP_LEASE = timedelta(hours=1)
+SWEEP_LIMIT = 500
+ORDERS_LISTED = 20
 
-def order_send_confirmation(*, order_id: int) -> bool:
-    """Email the order confirmation exactly once (compare-and-set on confirmation_sent_at)."""
-    claimed = Order.objects.filter(pk=order_id, confirmation_sent_at__isnull=True).update(
-        confirmation_sent_at=timezone.now()
-    )
-    if not claimed:
-        return False
-    order = Order.objects.get(pk=order_id)
-    with translation.override(order.language):
-        held = order.status == OrderStatus.AUTHORIZED
-        subject = _("Your order %(reference)s") % {"reference": order.reference}
-        body = _("Hello %(name)s, thank you for your order %(reference)s for $%(total)s MXN.") % {
-            "name": order.first_name,
-            "reference": order.reference,
-            "total": order.total,
-        }
-        body += "\n\n" + (
-            _("The amount is held on your card and will be charged when we ship.")
-            if held
-            else _("Your payment was received.")
+
+def queue_order_mails(order: Order) -> list[int]:
+    """Create the order's mails that are now due and not yet there, and queue each new one's
+    send task once the caller's transaction commits. Call it inside the transaction that
+    changed the order, with the order row locked (`select_for_update`); it may run any number
+    of times (duplicate notifications, retries): a mail is created, and queued, once. Returns
+    the ids of the mails it created."""
+    from checkout import tasks  # checkout.tasks imports the services
+
+    due = order_mails_due(order)
+    if not due:
+        return []
+    existing = set(
+        OrderMail.objects.filter(order=order, key__in=[d.key for d in due]).values_list(
+            "key", flat=True
         )
-        if plan := order_installments(order_payments(order)):
-            body += "\n" + _("Paid in monthly payments: %(plan)s.") % {"plan": plan}
+    )
+    created: list[int] = []
+    for item in due:
+        if item.key in existing:
+            continue
+        mail, new = OrderMail.objects.get_or_create(
+            order=order,
+            key=item.key,
+            defaults={"kind": item.kind, "amount": item.amount, "released": item.released},
+        )
+        if new:
+            created.append(mail.pk)
+            transaction.on_commit(
+                lambda pk=mail.pk: tasks.order_mail_send_task.delay(pk),  # type: ignore[misc]
+                robust=True,
+            )
+    if created:
+        logger.info("order %s: %d mail(s) queued", order.reference, len(created))
+    return created
+
+
+# --- Rendering --------------------------------------------------------------------------------
+
+
+def _subject(kind: str, reference: str) -> str:
+    subjects = {
+        OrderMailKind.RECEIVED: _("We received your order %(reference)s"),
+        OrderMailKind.PAID: _("Payment received for your order %(reference)s"),
+        OrderMailKind.HELD: _("Your order %(reference)s: amount held on your card"),
+        OrderMailKind.CHARGED: _("Your order %(reference)s has shipped"),
+        OrderMailKind.SHIPPED: _("Your order %(reference)s has shipped"),
+        OrderMailKind.CANCELLED: _("Your order %(reference)s was cancelled"),
+        OrderMailKind.REFUNDED: _("Refund for your order %(reference)s"),
+        OrderMailKind.EXPIRED: _("Your order %(reference)s expired"),
+        OrderMailKind.PAYMENT_RETURNED: _("Your payment for order %(reference)s was returned"),
+    }
+    return subjects[OrderMailKind(kind)] % {"reference": reference}
+
+
+def _tidy_text(text: str) -> str:
+    """The plain-text body without the blank lines and trailing spaces the template tags
+    leave."""
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)) + "\n"
+
+
+def _message_id(kind: str, pk: int, reference: str) -> str:
+    """The same Message-ID however often the mail goes out (a mail server's answer lost after
+    it took the mail): mail clients show it once."""
+    domain = settings.DEFAULT_FROM_EMAIL.rsplit("@", 1)[-1].strip("> ") or "localhost"
+    return f"<{kind}-{pk}.{reference.lower()}@{domain}>"
+
+
+def _message(
+    *, template: str, subject: str, to: str, context: dict[str, Any], headers: dict[str, str]
+) -> EmailMultiAlternatives:
+    context = {
+        "subject": subject,
+        "shop_name": settings.SHOP_NAME,
+        "shop_url": settings.SHOP_BASE_URL.rstrip("/") + reverse("checkout:home"),
+        "language": translation.get_language(),
+        **context,
+    }
+    text = _tidy_text(render_to_string(f"checkout/mail/{template}.txt", context))
+    html = render_to_string(f"checkout/mail/{template}.html", context)
+    message = EmailMultiAlternatives(subject, text, None, [to], headers=headers)
+    message.attach_alternative(html, "text/html")
+    return message
+
+
+def _returned_how(mail: OrderMail) -> str:
+    """A late payment given back: its authorization 'released', or its charge 'refunded'."""
+    pk = int(mail.key.rsplit(":", 1)[-1])
+    payment = Payment.objects.filter(pk=pk).only("status").first()
+    if payment is not None and payment.status == PaymentStatus.REFUNDED:
+        return "refunded"
+    return "released"
+
+
+def order_mail_message(mail: OrderMail) -> EmailMultiAlternatives:
+    """The mail, rendered in its order's language (HTML, and plain text)."""
+    order = mail.order
+    with translation.override(order.language):
+        items = list(order.items.all())
+        context: dict[str, Any] = {
+            "order": order,
+            "mail": mail,
+            "kind": mail.kind,
+            "items": items,
+            "shipped_items": [i for i in items if i.quantity_shipped],
+            "items_to_ship": [i for i in items if i.left_to_ship],
+            "amount": mail.amount,
+            "released": mail.released,
+            "link": order_link(order.reference),
+            "installments": order_installments(order_payments(order)),
+        }
+        if mail.kind == OrderMailKind.PAYMENT_RETURNED:
+            context["returned_how"] = _returned_how(mail)
+        return _message(
+            template=mail.kind,
+            subject=_subject(mail.kind, order.reference),
+            to=order.email,
+            context=context,
+            headers={"Message-ID": _message_id("order-mail", mail.pk, order.reference)},
+        )
+
+
+# --- Sending ----------------------------------------------------------------------------------
+
+
+def order_mail_send(*, mail_id: int) -> bool:
+    """Send one order mail, exactly once: claimed (its row locked, skipped if another worker
+    holds it) while unsent, and marked sent only once the mail server took it. If sending
+    raises, nothing is marked and the error is raised (the task tries again). False when it
+    was already sent, or is being sent by another worker."""
+    with transaction.atomic():
+        mail = (
+            OrderMail.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("order")
+            .filter(pk=mail_id, sent_at=None)
+            .first()
+        )
+        if mail is None:
+            return False
+        message = order_mail_message(mail)
         try:
-            send_mail(subject, body, None, [order.email])
+            message.send()
         except Exception:
-            # Not sent: free the claim, and let the task try again later.
-            Order.objects.filter(pk=order_id).update(confirmation_sent_at=None)
-            logger.warning("order %s: confirmation not sent; tried again later", order.reference)
+            logger.warning(
+                "order %s: %s mail not sent; tried again later", mail.order.reference, mail.kind
+            )
             raise
+        mail.sent_at = timezone.now()
+        mail.save(update_fields=["sent_at"])
+    logger.info("order %s: %s mail sent", mail.order.reference, mail.kind)
     return True
+
+
+def order_mails_to_resend(
+    *, older_than: timedelta = SWEEP_AFTER, limit: int = SWEEP_LIMIT
+) -> list[int]:
+    """Mails due for longer than `older_than` and still not sent (their task was lost, the
+    broker was down, or the mail server has been failing), oldest first: each at most once per
+    SWEEP_LEASE, so a mail whose own task is still retrying does not gather more."""
+    before = timezone.now() - older_than
+    unsent = (
+        OrderMail.objects.filter(sent_at=None, created_at__lt=before)
+        .order_by("created_at", "id")
+        .values_list("pk", flat=True)[:limit]
+    )
+    return [pk for pk in unsent if _lease(pk)]
+
+
+def _lease(mail_id: int) -> bool:
+    try:
+        return bool(
+            cache.add(f"order-mail-resent:{mail_id}", 1, timeout=SWEEP_LEASE.total_seconds())
+        )
+    except Exception:  # no cache: resend anyway (sending is claimed, so at worst it is a no-op)
+        logger.warning("mail sweep: cache unavailable", exc_info=True)
+        return True
+
+
+# --- "My orders" ------------------------------------------------------------------------------
+
+
+def orders_list_send(*, email: str, language: str) -> int:
+    """Mail `email` the list of its orders (the most recent ORDERS_LISTED, each with its own
+    link), in `language`. An address with no orders gets nothing (the answer on the page is
+    the same either way). Returns how many orders were listed."""
+    orders = list(
+        Order.objects.filter(email__iexact=email.strip()).order_by("-created_at")[:ORDERS_LISTED]
+    )
+    if not orders:
+        return 0
+    with translation.override(language):
+        rows = [{"order": order, "link": order_link(order.reference)} for order in orders]
+        message = _message(
+            template="orders_list",
+            subject=_("Your orders at %(shop)s") % {"shop": settings.SHOP_NAME},
+            to=orders[0].email,
+            context={"rows": rows, "order": None},
+            headers={},
+        )
+    message.send()
+    return len(orders)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -13,10 +14,19 @@ from django.utils.translation import ngettext
 
 from checkout import tasks
 from checkout.cart import Cart
-from checkout.models import Fulfilment, Order, OrderItem, OrderStatus, Product
+from checkout.models import (
+    PAYABLE_STATUSES,
+    Fulfilment,
+    Order,
+    OrderEventKind,
+    OrderItem,
+    OrderStatus,
+    Product,
+)
 from checkout.selectors import order_payments
 from checkout.services.duplicate_charges import charges_held
-from checkout.services.stock import order_restock_unshipped
+from checkout.services.mail import queue_order_mails
+from checkout.services.stock import OutOfStock, order_restock_unshipped, order_take_back, record
 from payments.models import IN_FLIGHT, Payment, PaymentStatus
 from payments.selectors import recently_changed_references
 
@@ -32,6 +42,11 @@ class CheckoutError(Exception):
 
 
 # --- Orders ---------------------------------------------------------------------------------
+
+
+def reservation_deadline() -> datetime:
+    """Until when a new order holds its items (SHOP_RESERVATION_MINUTES from now)."""
+    return timezone.now() + timedelta(minutes=settings.SHOP_RESERVATION_MINUTES)
 
 
 def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: str) -> Order:
@@ -62,6 +77,7 @@ def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: st
                 (products[line.product.pk].price * line.quantity for line in lines), Decimal("0.00")
             ),
             language=language,
+            reserved_until=reservation_deadline(),
             **customer,
         )
         for line in lines:
@@ -70,11 +86,13 @@ def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: st
                 order=order,
                 product=product,
                 name=product.name,
+                name_en=product.name_en,
                 unit_price=product.price,
                 quantity=line.quantity,
             )
             product.stock -= line.quantity
             product.save(update_fields=["stock"])
+        queue_order_mails(order)
     return order
 
 
@@ -109,18 +127,22 @@ PAID_STATUSES = (OrderStatus.PAID, OrderStatus.AUTHORIZED)
 
 
 def order_sync_status(*, order_id: int) -> Order | None:
-    """Move the order to what its payments say; release stock once if it is cancelled."""
+    """Move the order to what its payments say; release stock once if it is cancelled; give
+    back a second charge, or a charge that came after the order expired with its items gone."""
     with transaction.atomic():
         order = Order.objects.select_for_update().filter(pk=order_id).first()
         if order is None:
             return None
         attempts = order_payments(order)
-        if len(charges_held(attempts)) > 1:
+        new = _status_given(order, attempts)
+        if order.status == OrderStatus.EXPIRED:
+            new = _after_expiry(order, new)
+        held = len(charges_held(attempts))
+        if held > 1 or (held and new == OrderStatus.EXPIRED):
             reference = order.reference
             transaction.on_commit(
                 lambda: tasks.order_release_duplicates_task.delay(reference), robust=True
             )
-        new = derive_order_status(attempts)
         if new != order.status:
             logger.info("order %s: %s -> %s", order.reference, order.status, new)
             order.status = new
@@ -129,12 +151,25 @@ def order_sync_status(*, order_id: int) -> Order | None:
             if order.fulfilment == Fulfilment.UNFULFILLED:
                 Order.objects.filter(pk=order.pk).update(fulfilment=Fulfilment.CANCELLED)
             order_restock_unshipped(order)
-        # Also if the task could not be queued: the next update of the order queues it again.
-        if order.status in PAID_STATUSES and order.confirmation_sent_at is None:
-            transaction.on_commit(
-                lambda: tasks.order_send_confirmation_task.delay(order.pk), robust=True
-            )
+        queue_order_mails(order)
     return order
+
+
+def _after_expiry(order: Order, paid: str) -> str:
+    """An expired order whose payment went through after all (a 3-D Secure challenge finished
+    late, an answer that was lost): it takes its items back if they are all still in stock and
+    goes on as paid; otherwise it stays expired, and its sync gives the payment back."""
+    if paid not in PAID_STATUSES:
+        return OrderStatus.EXPIRED
+    try:
+        order_take_back(order)
+    except OutOfStock as exc:
+        logger.warning("order %s: paid after it expired, %s: payment given back", order, exc)
+        return OrderStatus.EXPIRED
+    Order.objects.filter(pk=order.pk).update(fulfilment=Fulfilment.UNFULFILLED)
+    order.fulfilment = Fulfilment.UNFULFILLED
+    record(order, OrderEventKind.RESERVED, "paid after it expired; items still in stock", None)
+    return paid
 
 
 def orders_out_of_step(*, within: timedelta = timedelta(hours=6), limit: int = 500) -> list[int]:
@@ -143,9 +178,23 @@ def orders_out_of_step(*, within: timedelta = timedelta(hours=6), limit: int = 5
     since = timezone.now() - within
     references = set(recently_changed_references(since=since, limit=limit))
     orders = Order.objects.filter(reference__in=references).only("pk", "reference", "status")
-    return [
-        order.pk for order in orders if derive_order_status(order_payments(order)) != order.status
-    ]
+    return [order.pk for order in orders if _out_of_step(order)]
+
+
+def _out_of_step(order: Order) -> bool:
+    attempts = order_payments(order)
+    if order.status == OrderStatus.EXPIRED:  # it stays so, unless a charge is held
+        return bool(charges_held(attempts))
+    return _status_given(order, attempts) != order.status
+
+
+def _status_given(order: Order, attempts: list[Payment]) -> str:
+    """What the payments say of the order, except that an order the shop closed itself
+    (cancelled by staff before any payment went through) does not become payable again."""
+    new = derive_order_status(attempts)
+    if order.status == OrderStatus.CANCELLED and new in PAYABLE_STATUSES:
+        return OrderStatus.CANCELLED
+    return new
 
 
 def order_as_paid_now(order: Order) -> Order:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ from django.views.decorators.debug import sensitive_variables
 from checkout.models import Order
 from checkout.selectors import order_payments
 from checkout.services.orders import CheckoutError, derive_order_status, order_as_paid_now
+from checkout.services.reservations import order_expire, reservation_over
 from payments import services as payments
 from payments.errors import PaymentAttemptBlocked, PaymentError, PaymentOutcomeUnknown
 from payments.messages import decline_message
@@ -101,6 +103,13 @@ def order_pay(
     earlier = Payment.objects.filter(idempotency_key=attempt_key).first()
     if earlier is not None:  # a retry of this very attempt (e.g. its answer was lost): replay
         return outcome_of(order, earlier)
+    if reservation_over(order) and order_expire(order_id=order.pk):
+        raise CheckoutError(
+            _(
+                "The time to pay this order is over and its items went back to the shop. "
+                "Please place the order again."
+            )
+        )
     if not order_as_paid_now(order).is_payable:
         raise CheckoutError(_("This order is already paid or closed."))
     try:
@@ -144,3 +153,20 @@ def order_check_payment(
         except PaymentError as exc:
             logger.info("refresh of %s failed: %s", payment.pk, exc)
     return outcome_of(order, payment)
+
+
+def order_pending_challenge(
+    order: Order, *, may_read: Callable[[], bool] = lambda: True
+) -> PaymentOutcome | None:
+    """The 3-D Secure challenge of the order's latest attempt, if the provider still has it
+    pending (read from it now, if `may_read()` allows it; else as the shop last heard): the
+    payment page opens it again after a reload."""
+    attempts = order_payments(order)
+    if not attempts or attempts[-1].status != PaymentStatus.PENDING:
+        return None
+    if not attempts[-1].three_ds_url:
+        return None
+    outcome = order_check_payment(
+        order=order, payment_id=attempts[-1].provider_id or "", refresh=may_read()
+    )
+    return outcome if outcome.result == "pending" and outcome.three_ds_url else None

@@ -40,6 +40,28 @@ def restock(order: Order, quantities: dict[int, int] | None, actor: Actor) -> No
             record(order, OrderEventKind.RESTOCKED, ", ".join(back), actor)
 
 
+class OutOfStock(Exception):
+    """An item the order would take back is no longer in stock."""
+
+
+def order_take_back(order: Order) -> None:
+    """Take out of stock again what went back when the order expired: all its items or, with
+    `OutOfStock`, none (the caller holds the order's lock)."""
+    with transaction.atomic():
+        items = OrderItem.objects.select_for_update().filter(order=order).order_by("pk")
+        for item in items:
+            count = item.quantity_restocked
+            if not count:
+                continue
+            taken = Product.objects.filter(pk=item.product_id, stock__gte=count).update(
+                stock=F("stock") - count
+            )
+            if not taken:
+                raise OutOfStock(f"{item.name} is sold out")
+            item.quantity_restocked = 0
+            item.save(update_fields=["quantity_restocked"])
+
+
 def order_restock_unshipped(order: Order, actor: Actor = None) -> None:
     """Put back in stock whatever of the order is still to ship (idempotent)."""
     restock(order, None, actor)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from payments.pesos import pesos
 
@@ -18,3 +20,10 @@ def mxn(value: Decimal | int | str | None) -> str:
         return ""
     amount = Decimal(str(value)).quantize(Decimal("0.01"))
     return pesos(amount)
+
+
+@register.filter
+def unbreakable(value: object) -> SafeString:
+    """A value that never breaks across lines (an order reference: ORD-7K2QX), as a span that
+    can stand in a translated sentence (`blocktranslate with reference=...|unbreakable`)."""
+    return format_html('<span class="nowrap">{}</span>', value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from config.env import (
     basic_access_token,
@@ -156,6 +157,15 @@ CELERY_TIMEZONE = "UTC"
 WEBHOOKS_RELAY_EVERY = env_int("WEBHOOKS_RELAY_EVERY", 60)
 PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 300)
 SHOP_ORDERS_SYNC_EVERY = env_int("SHOP_ORDERS_SYNC_EVERY", 60)
+# How long an order holds its items for its payment (minutes); not paid or authorized by then, it
+# expires and they go back to stock: at once when a page reads the stock, else by beat every
+# SHOP_RESERVATIONS_SWEEP_EVERY seconds.
+SHOP_RESERVATION_MINUTES = env_int("SHOP_RESERVATION_MINUTES", 30)
+SHOP_RESERVATIONS_SWEEP_EVERY = env_int("SHOP_RESERVATIONS_SWEEP_EVERY", 60)
+if SHOP_RESERVATION_MINUTES < 1 or SHOP_RESERVATIONS_SWEEP_EVERY < 1:
+    raise ImproperlyConfigured(
+        "SHOP_RESERVATION_MINUTES and SHOP_RESERVATIONS_SWEEP_EVERY must be at least 1"
+    )
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "webhooks-relay": {
         "task": "webhooks.tasks.webhook_relay_task",
@@ -172,10 +182,21 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": float(SHOP_ORDERS_SYNC_EVERY),
         "options": {"expires": SHOP_ORDERS_SYNC_EVERY * 0.9},
     },
+    "reservations-expire": {
+        "task": "checkout.tasks.reservations_expire_task",
+        "schedule": float(SHOP_RESERVATIONS_SWEEP_EVERY),
+        "options": {"expires": SHOP_RESERVATIONS_SWEEP_EVERY * 0.9},
+    },
     "authorizations-watch": {
         "task": "payments.tasks.authorizations_watch_task",
         "schedule": 3600.0,
         "options": {"expires": 3000},
+    },
+    # Mails whose send task was lost are queued again (checkout.services.mail).
+    "order-mails-sweep": {
+        "task": "checkout.tasks.order_mails_sweep_task",
+        "schedule": 300.0,
+        "options": {"expires": 270},
     },
 }
 
@@ -277,6 +298,13 @@ SHOP_INSTALLMENTS_PLANS = env_int_list(
 # period s, m, h or d with an optional multiplier ("8/10m").
 SHOP_PAY_ATTEMPTS_PER_SESSION = env_str("SHOP_PAY_ATTEMPTS_PER_SESSION", "8/10m")
 SHOP_PAY_ATTEMPTS_PER_ADDRESS = env_str("SHOP_PAY_ATTEMPTS_PER_ADDRESS", "30/10m")
+# Orders placed (each holds its items for SHOP_RESERVATION_MINUTES) by one browser session, and by
+# one client address.
+SHOP_ORDERS_PER_SESSION = env_str("SHOP_ORDERS_PER_SESSION", "5/h")
+SHOP_ORDERS_PER_ADDRESS = env_str("SHOP_ORDERS_PER_ADDRESS", "20/h")
+# Order lists asked for by email address ("Mis pedidos"), per session and per address.
+SHOP_ORDER_LISTS_PER_SESSION = env_str("SHOP_ORDER_LISTS_PER_SESSION", "3/h")
+SHOP_ORDER_LISTS_PER_ADDRESS = env_str("SHOP_ORDER_LISTS_PER_ADDRESS", "10/h")
 # Payment status checks a browser session may make with the provider (the payment page asks every
 # 3 to 4 s while a payment is pending); beyond, it is answered from the shop's own records.
 SHOP_STATUS_CHECKS_PER_SESSION = env_str("SHOP_STATUS_CHECKS_PER_SESSION", "40/m")

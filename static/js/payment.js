@@ -151,9 +151,11 @@
     if (dialog.open) dialog.close();
   }
 
+  // Closing the challenge leaves the payment unfinished (nothing is charged): say so, and let
+  // the shopper try again with a fresh attempt.
   document.getElementById("threeds-close").addEventListener("click", function () {
     closeChallenge();
-    say("", "");
+    say(cfg.textUnfinished, "error");
     attemptId = newAttemptId();
     release();
   });
@@ -162,4 +164,19 @@
     document.getElementById("threeds-close").click();
   });
   button.addEventListener("click", pay);
+
+  // A reload while the bank waits for its verification: the server found the challenge still
+  // pending with the provider, and it opens again.
+  if (cfg.resumePayment && cfg.resumeUrl) {
+    busy = true;
+    button.disabled = true;
+    say(cfg.textResumed, "info");
+    openChallenge(cfg.resumePayment, cfg.resumeUrl);
+  }
 })();
+
+// A page brought back from the browser's memory ("back" after paying) is asked for again: the
+// server sends a paid order's shopper to its page.
+window.addEventListener("pageshow", function (event) {
+  if (event.persisted) window.location.reload();
+});

@@ -208,3 +208,20 @@ def html(response: HttpResponse | str) -> Node:
 
 def header_cart_count(response: HttpResponse) -> int:
     return int(html(response).one("a", cls="cart-link").one("span", cls="count").text)
+
+
+def open_challenge(provider: Any, order: Order) -> Any:
+    """Pay `order` with the 3-D Secure test card through the payment page's service: the
+    outcome, pending, with its challenge's address (the challenge is left open)."""
+    from checkout.services import order_pay
+    from tests.support import THREE_DS
+
+    pending = order_pay(
+        order=order,
+        card_token=provider.card_token(THREE_DS)["id"],
+        attempt_id="a" * 32,
+        prevention_data={},
+        return_url="",
+    )
+    assert pending.result == "pending", pending
+    return pending

@@ -10,16 +10,16 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from checkout.models import Order, OrderStatus, Product
+from checkout.models import Order, OrderMail, OrderMailKind, OrderStatus, Product
 from checkout.services import (
     derive_order_status,
     order_as_paid_now,
+    order_mail_send,
     order_payments,
-    order_send_confirmation,
     order_sync_status,
 )
 from checkout.tasks import order_sync_task, orders_follow_payments_task
-from payments.models import Payment
+from payments.models import Payment, PaymentEvent
 from payments.signals import payment_status_changed
 from tests.checkout.conftest import make_order, make_payment
 from tests.webhooks.support import take_queued
@@ -34,7 +34,13 @@ def product(make_product) -> Product:
 
 @pytest.fixture
 def order(product: Product) -> Order:
-    return make_order((product, 2))
+    """An order placed a moment ago, its "order received" mail already sent (these tests count
+    the mails its payments call for)."""
+    placed = make_order((product, 2))
+    OrderMail.objects.create(
+        order=placed, kind=OrderMailKind.RECEIVED, key="received", sent_at=timezone.now()
+    )
+    return placed
 
 
 def derived(order: Order) -> str:
@@ -254,7 +260,7 @@ def test_payment_status_changed_moves_the_order(order: Order, run_queued: Any) -
     )
     assert run_queued() == [
         "checkout.tasks.order_sync_task",
-        "checkout.tasks.order_send_confirmation_task",
+        "checkout.tasks.order_mail_send_task",
     ]
     assert Order.objects.get(pk=order.pk).status == OrderStatus.PAID
 
@@ -296,7 +302,8 @@ def test_order_sync_task_run_twice_lands_in_the_same_place(
     order: Order, product: Product, django_capture_on_commit_callbacks: Any, run_queued: Any
 ) -> None:
     """Given an order whose authorization was cancelled, when its sync task runs twice (a
-    redelivery), then both runs land on cancelled, and its stock comes back once."""
+    redelivery), then both runs land on cancelled, its stock comes back once, and one
+    "cancelled" mail goes out."""
     make_payment(order, "cancelled", status_code="CA-MER01")
     assert Product.objects.get(pk=product.pk).stock == 3
 
@@ -307,7 +314,10 @@ def test_order_sync_task_run_twice_lands_in_the_same_place(
     assert first == second == OrderStatus.CANCELLED
     assert Order.objects.get(pk=order.pk).status == OrderStatus.CANCELLED
     assert Product.objects.get(pk=product.pk).stock == 5
-    assert run_queued() == []  # a cancelled order is not confirmed
+    # and the shopper is told once that it was cancelled (no payment mail)
+    assert run_queued() == ["checkout.tasks.order_mail_send_task"]
+    assert [m.kind for m in paid_mails(order)] == [OrderMailKind.CANCELLED]
+    assert len(mail.outbox) == 1
 
 
 def test_order_sync_task_queued_twice_for_a_paid_order_confirms_it_once(
@@ -322,7 +332,7 @@ def test_order_sync_task_queued_twice_for_a_paid_order_confirms_it_once(
     ran = run_queued()
 
     assert ran[:2] == ["checkout.tasks.order_sync_task"] * 2
-    assert set(ran[2:]) == {"checkout.tasks.order_send_confirmation_task"}
+    assert set(ran[2:]) == {"checkout.tasks.order_mail_send_task"}
     assert Order.objects.get(pk=order.pk).status == OrderStatus.PAID
     assert len(mail.outbox) == 1
 
@@ -348,7 +358,7 @@ def test_the_sweep_syncs_an_order_whose_sync_task_was_lost(
     orders_follow_payments_task.delay()
     assert run_queued() == [
         "checkout.tasks.orders_follow_payments_task",
-        "checkout.tasks.order_send_confirmation_task",
+        "checkout.tasks.order_mail_send_task",
     ]
 
     assert Order.objects.get(pk=order.pk).status == OrderStatus.PAID
@@ -419,7 +429,11 @@ def test_order_as_paid_now_leaves_an_order_that_moved_on_alone(product: Product)
     assert not shown.is_payable
 
 
-# --- The confirmation email -------------------------------------------------------------------
+# --- The payment's mail (checkout.services.mail) ----------------------------------------------
+
+
+def paid_mails(order: Order) -> list[OrderMail]:
+    return list(OrderMail.objects.filter(order=order).exclude(kind=OrderMailKind.RECEIVED))
 
 
 def test_confirmation_sent_once_when_paid(
@@ -439,31 +453,47 @@ def test_confirmation_sent_once_when_paid(
     assert mail.outbox == []
     assert set(run_queued()) == {
         "checkout.tasks.order_sync_task",
-        "checkout.tasks.order_send_confirmation_task",
+        "checkout.tasks.order_mail_send_task",
     }
     assert len(mail.outbox) == 1
     message = mail.outbox[0]
     assert message.to == [order.email]
     assert order.reference in message.subject
     assert order.reference in message.body
-    order.refresh_from_db()
-    assert order.confirmation_sent_at is not None
+    [paid] = paid_mails(order)
+    assert (paid.kind, paid.amount) == (OrderMailKind.PAID, order.total)
+    assert paid.sent_at is not None
 
 
 def test_confirmation_sent_once_when_authorized_then_captured(
     order: Order, django_capture_on_commit_callbacks: Any, run_queued: Any
 ) -> None:
-    """An authorized order is confirmed; its capture later (paid) sends no second email."""
-    payment = make_payment(order, "authorized")
+    """An authorized order gets the "amount held" mail once; its capture later sends the
+    "charged" mail, never a second "held" or a "paid" one."""
+    payment = make_payment(order, "authorized", capture_method="manual")
+    PaymentEvent.objects.create(
+        payment=payment, kind="created", old_status="creating", new_status="authorized"
+    )
     with django_capture_on_commit_callbacks(execute=True):
         assert sync(order).status == OrderStatus.AUTHORIZED
+        sync(order)
     run_queued()
     assert len(mail.outbox) == 1
+    assert [m.kind for m in paid_mails(order)] == [OrderMailKind.HELD]
     Payment.objects.filter(pk=payment.pk).update(status="approved", captured_amount=order.total)
+    PaymentEvent.objects.create(
+        payment=payment,
+        kind="captured",
+        old_status="authorized",
+        new_status="approved",
+        amount=order.total,
+    )
     with django_capture_on_commit_callbacks(execute=True):
         assert sync(order).status == OrderStatus.PAID
-    assert run_queued() == []
-    assert len(mail.outbox) == 1
+        sync(order)
+    assert run_queued() == ["checkout.tasks.order_mail_send_task"]
+    assert len(mail.outbox) == 2
+    assert [m.kind for m in paid_mails(order)] == [OrderMailKind.HELD, OrderMailKind.CHARGED]
 
 
 def test_no_confirmation_for_unpaid_orders(
@@ -478,7 +508,7 @@ def test_no_confirmation_for_unpaid_orders(
         sync(order)
     assert order.status == OrderStatus.PAYMENT_FAILED
     assert mail.outbox == []
-    assert Order.objects.get(pk=order.pk).confirmation_sent_at is None
+    assert paid_mails(order) == []
 
 
 def test_confirmation_is_sent_after_commit(
@@ -491,22 +521,31 @@ def test_confirmation_is_sent_after_commit(
     assert run_queued() == []
     assert len(callbacks) == 1
     callbacks[0]()
-    assert run_queued() == ["checkout.tasks.order_send_confirmation_task"]
+    assert run_queued() == ["checkout.tasks.order_mail_send_task"]
     assert len(mail.outbox) == 1
 
 
-def test_order_send_confirmation_claims_once(order: Order) -> None:
-    """order_send_confirmation sends the first time and refuses every time after."""
-    Order.objects.filter(pk=order.pk).update(status=OrderStatus.PAID)
-    assert order_send_confirmation(order_id=order.pk) is True
-    assert order_send_confirmation(order_id=order.pk) is False
+def test_order_mail_send_claims_once(order: Order, django_capture_on_commit_callbacks: Any) -> None:
+    """order_mail_send sends the first time and refuses every time after."""
+    make_payment(order, "approved", captured_amount=order.total)
+    with django_capture_on_commit_callbacks(execute=False):
+        sync(order)
+    [paid] = paid_mails(order)
+    assert order_mail_send(mail_id=paid.pk) is True
+    assert order_mail_send(mail_id=paid.pk) is False
     assert len(mail.outbox) == 1
 
 
-def test_confirmation_in_the_orders_language(product: Product) -> None:
-    """An order placed in English is confirmed in English (the source language)."""
-    order = make_order((product, 1), status=OrderStatus.AUTHORIZED, language="en")
-    order_send_confirmation(order_id=order.pk)
+def test_confirmation_in_the_orders_language(
+    product: Product, django_capture_on_commit_callbacks: Any
+) -> None:
+    """An order placed in English gets its mails in English (the source language)."""
+    order = make_order((product, 1), language="en")
+    make_payment(order, "authorized", capture_method="manual")
+    with django_capture_on_commit_callbacks(execute=False):
+        sync(order)
+    [held] = OrderMail.objects.filter(order=order, kind=OrderMailKind.HELD)
+    order_mail_send(mail_id=held.pk)
     (message,) = mail.outbox
-    assert message.subject == f"Your order {order.reference}"
-    assert "held on your card" in message.body
+    assert message.subject == f"Your order {order.reference}: amount held on your card"
+    assert "holding $500.00 MXN on your card" in message.body

@@ -127,7 +127,7 @@ def test_approved_card_pays_the_order(
     assert mail.outbox == []  # not inside the shopper's request
     assert run_queued() == [
         "checkout.tasks.order_sync_task",
-        "checkout.tasks.order_send_confirmation_task",
+        "checkout.tasks.order_mail_send_task",
     ]
     assert response.status_code == 200
     body = response.json()
@@ -205,7 +205,7 @@ def test_manual_capture_holds_the_amount(
         body = attempt(browser, order, token(shop, MASTER)).json()
     assert run_queued() == [
         "checkout.tasks.order_sync_task",
-        "checkout.tasks.order_send_confirmation_task",
+        "checkout.tasks.order_mail_send_task",
     ]
     assert body["result"] == "authorized"
     assert body["order_status"] == OrderStatus.AUTHORIZED
@@ -253,7 +253,7 @@ def test_three_ds_card_then_challenge_passed(
     assert result["payment_id"] == body["payment_id"]
     assert run_queued() == [
         "checkout.tasks.order_sync_task",
-        "checkout.tasks.order_send_confirmation_task",
+        "checkout.tasks.order_mail_send_task",
     ]
     assert status(order) == OrderStatus.PAID
     assert len(mail.outbox) == 1
@@ -280,7 +280,7 @@ def test_three_ds_challenge_failed_then_retry(
         assert attempt(browser, order, token(shop)).json()["result"] == "approved"
     assert run_queued() == [
         "checkout.tasks.order_sync_task",
-        "checkout.tasks.order_send_confirmation_task",
+        "checkout.tasks.order_mail_send_task",
     ]
     assert status(order) == OrderStatus.PAID
 
@@ -313,7 +313,7 @@ def test_declined_card_then_a_new_attempt_pays(
     assert second["payment_id"] != body["payment_id"]
     assert run_queued() == [
         "checkout.tasks.order_sync_task",
-        "checkout.tasks.order_send_confirmation_task",
+        "checkout.tasks.order_mail_send_task",
     ]
     assert status(order) == OrderStatus.PAID
     assert len(shop.payments()) == 2
@@ -377,7 +377,7 @@ def test_paid_order_refuses_a_new_attempt(
     assert_error(response, 409, "conflict")
     assert run_queued() == [
         "checkout.tasks.order_sync_task",
-        "checkout.tasks.order_send_confirmation_task",
+        "checkout.tasks.order_mail_send_task",
     ]
     assert status(order) == OrderStatus.PAID
     assert_error(attempt(browser, order, token(shop)), 409, "conflict")

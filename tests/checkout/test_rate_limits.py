@@ -164,7 +164,10 @@ def test_attempts_over_the_session_limit_are_refused_before_the_provider(
         response = attempt(browser, card(shop, DECLINED))
         assert response.status_code == 200, response.content
         assert response.json()["result"] == "rejected"
-    assert run_queued() == ["checkout.tasks.order_sync_task"] * 3  # the order follows
+    # The order follows, and its first sync mails that it was received.
+    assert run_queued() == ["checkout.tasks.order_sync_task"] * 3 + [
+        "checkout.tasks.order_mail_send_task"
+    ]
     sent_before = list(calls)
     rows_before = Payment.objects.count()
     status_before = order_of(browser).status
@@ -235,7 +238,8 @@ def test_another_browser_at_another_address_is_not_limited(
     assert calls.count(("POST", "/payments")) == 1
     assert run_queued() == [
         "checkout.tasks.order_sync_task",
-        "checkout.tasks.order_send_confirmation_task",
+        "checkout.tasks.order_mail_send_task",  # received
+        "checkout.tasks.order_mail_send_task",  # paid
     ]
     assert order_of(other).status == OrderStatus.PAID
 
@@ -432,7 +436,7 @@ def test_status_checks_past_the_session_rate_are_answered_without_the_provider(
     browser = browser_with_order(product)
     created = attempt(browser, card(shop, THREE_DS)).json()
     assert created["result"] == "pending"
-    assert run_queued() == ["checkout.tasks.order_sync_task"]
+    assert run_queued() == ["checkout.tasks.order_sync_task", "checkout.tasks.order_mail_send_task"]
     payment_id = created["payment_id"]
     read = ("GET", f"/payments/{payment_id}")
 
@@ -456,7 +460,7 @@ def test_status_checks_past_the_session_rate_are_answered_without_the_provider(
     assert calls.count(read) == 3
     assert run_queued() == [
         "checkout.tasks.order_sync_task",
-        "checkout.tasks.order_send_confirmation_task",
+        "checkout.tasks.order_mail_send_task",
     ]
     assert order_of(browser).status == OrderStatus.PAID
 

@@ -1,0 +1,97 @@
+"""An order holds its items for SHOP_RESERVATION_MINUTES. One not paid or authorized by then
+expires: its items go back to stock, at once when a page reads the stock (so the shop never
+shows as sold out what only expired orders hold) and by beat (`reservations_expire_task`) for
+the rest. A payment confirmed after its order expired is handled by the order's sync
+(`checkout.services.orders`): the items are taken back if they are still there, else the
+payment is given back."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from checkout.models import PAYABLE_STATUSES, Fulfilment, Order, OrderEventKind, OrderStatus
+from checkout.selectors import order_payments
+from checkout.services import orders  # as a module: orders -> tasks -> this module
+from checkout.services.duplicate_charges import charges_held
+from checkout.services.mail import queue_order_mails
+from checkout.services.stock import order_restock_unshipped, record
+from payments.models import PaymentStatus
+
+logger = logging.getLogger(__name__)
+
+
+def reservation_over(order: Order) -> bool:
+    return (
+        order.status in PAYABLE_STATUSES
+        and order.reserved_until is not None
+        and order.reserved_until <= timezone.now()
+    )
+
+
+def _due(limit: int | None) -> list[int]:
+    due = (
+        Order.objects.filter(status__in=PAYABLE_STATUSES, reserved_until__lte=timezone.now())
+        .order_by("reserved_until")
+        .values_list("pk", flat=True)
+    )
+    return list(due[:limit] if limit else due)
+
+
+def order_expire(*, order_id: int) -> bool:
+    """Expire the order if its reservation is over and its payments have not paid or held it
+    (idempotent; an order another transaction is expiring or paying is left to it)."""
+    with transaction.atomic():
+        order = (
+            Order.objects.select_for_update(skip_locked=True)
+            .filter(pk=order_id, status__in=PAYABLE_STATUSES, reserved_until__lte=timezone.now())
+            .first()
+        )
+        if order is None:
+            return False
+        if orders.derive_order_status(order_payments(order)) not in PAYABLE_STATUSES:
+            return False  # paid or held a moment ago: its sync (queued) moves it
+        order.status = OrderStatus.EXPIRED
+        order.fulfilment = Fulfilment.CANCELLED
+        order.save(update_fields=["status", "fulfilment", "updated_at"])
+        order_restock_unshipped(order)
+        minutes = settings.SHOP_RESERVATION_MINUTES
+        record(order, OrderEventKind.EXPIRED, f"not paid within {minutes} minutes", None)
+        queue_order_mails(order)
+    logger.info("order %s expired; its items are back in stock", order.reference)
+    return True
+
+
+def reservations_expire(*, limit: int | None = None) -> int:
+    """Expire the orders whose reservation is over (the `limit` longest over; all of them when
+    None); how many expired. Cheap when none is due (one read of a partial index), so every
+    page that shows stock calls it first."""
+    return sum(order_expire(order_id=order_id) for order_id in _due(limit))
+
+
+def order_expire_if_over(order: Order) -> Order:
+    """The order as the shopper should see it now: expired (and saved so) if its reservation
+    is over and it is still unpaid."""
+    if reservation_over(order) and order_expire(order_id=order.pk):
+        order.refresh_from_db()
+    return order
+
+
+def late_payment(order: Order) -> str:
+    """For an expired order: "returning" while a payment that came too late is still held
+    (its release is queued), "returned" once it was refunded or its hold cancelled; else ""."""
+    if order.status != OrderStatus.EXPIRED:
+        return ""
+    attempts = order_payments(order)
+    if charges_held(attempts):
+        return "returning"
+    returned = [  # refunded (a refund on the day voids the charge: cancelled), or released
+        p
+        for p in attempts
+        if p.status in (PaymentStatus.REFUNDED, PaymentStatus.CANCELLED)
+        and (p.refunded_amount > 0 or p.authorized_at is not None)
+    ]
+    return "returned" if returned else ""
