@@ -16,6 +16,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev,demo]"
 	touch $(STAMP)
 
+## The browser tests' axe-core (package.json, pinned in package-lock.json).
+NODE_STAMP := node_modules/.installed-stamp
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
 install: $(STAMP)
 
 migrate: install
@@ -38,7 +45,7 @@ sandbox: install
 	mkdir -p var
 	$(BIN)/python -m sandbox.manage runsandbox --port $(SANDBOX_PORT)
 
-test: install
+test: install $(NODE_STAMP)
 	$(BIN)/python -m pytest
 
 lint: install

@@ -9,15 +9,31 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.core.cache import cache
+from django.utils.functional import Promise
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from payments.client import get_client
 from payments.errors import ProviderApiError
+from payments.pesos import pesos
 from payments.types import PaymentMethodEntry
 
 logger = logging.getLogger(__name__)
 CATALOGUE_CACHE_KEY = "payments:payment-methods:MX"
 CATALOGUE_TTL = 300
+
+# The shopper-facing names of the provider's methods whose catalogue name is not a brand (the
+# provider names them in Spanish), by method id; any other method shows the provider's name.
+METHOD_NAMES: dict[str, Promise] = {
+    "cashpay": gettext_lazy("Cash payment"),
+}
+
+
+def method_display_name(method_id: str, provider_name: str) -> str:
+    """A method's name in the shopper's language: the shop's own for a method it knows,
+    else the provider's."""
+    known = METHOD_NAMES.get(method_id)
+    return str(known) if known is not None else provider_name
 
 
 @dataclass(frozen=True)
@@ -79,8 +95,8 @@ def payment_methods_for(*, total: Decimal) -> list[MethodOption]:
             reason = _("Not available right now.")
         elif not entry.accepts(total):
             reason = (
-                _("Accepts amounts from $%(min)s to $%(max)s.")
-                % {"min": bounds[0], "max": bounds[1]}
+                _("Accepts amounts from %(min)s to %(max)s.")
+                % {"min": pesos(bounds[0]), "max": pesos(bounds[1])}
                 if bounds
                 else ""
             )
@@ -89,7 +105,7 @@ def payment_methods_for(*, total: Decimal) -> list[MethodOption]:
         options.append(
             MethodOption(
                 id=entry.id,
-                name=entry.name,
+                name=method_display_name(entry.id, entry.name),
                 logo=entry.logo,
                 minimum=bounds[0] if bounds else None,
                 maximum=bounds[1] if bounds else None,

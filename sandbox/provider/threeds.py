@@ -9,6 +9,7 @@ A completed or expired challenge cannot be replayed.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -23,6 +24,11 @@ from sandbox.provider.payments import ChallengeClosed, challenge_complete, chall
 from sandbox.provider.sdk_views import page_csp
 
 PASSING_CODE = "123456"
+
+
+def money(amount: Decimal) -> str:
+    """An amount as the merchant's pages write it: $1,780.00 (comma thousands, two decimals)."""
+    return f"${amount:,.2f}"
 
 
 def _return_origin(payment: Payment) -> str | None:
@@ -45,6 +51,7 @@ def _page(
             payment=payment,
             merchant_name=settings.SANDBOX_MERCHANT_NAME,
             masked_card=f"{payment.method.name} •••• {payment.card.get('last_digits', '')}",
+            amount=money(payment.amount),
             target_origin=origin or "*",
             approved=payment.status in (PaymentStatus.APPROVED, PaymentStatus.AUTHORIZED),
         )
