@@ -30,22 +30,24 @@ def _session_or_address(group: str, request: HttpRequest) -> str:
     return request.session.session_key or f"address:{request.META.get('REMOTE_ADDR', '')}"
 
 
+def _counted(request: HttpRequest, what: str, per_session: str, per_address: str) -> bool:
+    """Count one `what` by session and by address; True when either has made too many."""
+    by_session = _limited(
+        request, group=f"checkout.{what}.session", key=_session_or_address, rate=per_session
+    )
+    by_address = _limited(request, group=f"checkout.{what}.address", key="ip", rate=per_address)
+    return by_session or by_address
+
+
 def payment_attempts_exceeded(request: HttpRequest) -> bool:
     """Count this payment attempt; True when its session or its address has made too many.
     Raises `LimitsUnavailable` when they cannot be counted: no attempt goes uncounted."""
-    by_session = _limited(
+    return _counted(
         request,
-        group="checkout.pay.session",
-        key=_session_or_address,
-        rate=settings.SHOP_PAY_ATTEMPTS_PER_SESSION,
+        "pay",
+        settings.SHOP_PAY_ATTEMPTS_PER_SESSION,
+        settings.SHOP_PAY_ATTEMPTS_PER_ADDRESS,
     )
-    by_address = _limited(
-        request,
-        group="checkout.pay.address",
-        key="ip",
-        rate=settings.SHOP_PAY_ATTEMPTS_PER_ADDRESS,
-    )
-    return by_session or by_address
 
 
 def status_checks_exceeded(request: HttpRequest) -> bool:
@@ -60,15 +62,6 @@ def status_checks_exceeded(request: HttpRequest) -> bool:
         )
     except LimitsUnavailable:
         return True
-
-
-def _counted(request: HttpRequest, what: str, per_session: str, per_address: str) -> bool:
-    """Count one `what` by session and by address; True when either has made too many."""
-    by_session = _limited(
-        request, group=f"checkout.{what}.session", key=_session_or_address, rate=per_session
-    )
-    by_address = _limited(request, group=f"checkout.{what}.address", key="ip", rate=per_address)
-    return by_session or by_address
 
 
 def order_creations_exceeded(request: HttpRequest) -> bool:

@@ -1,10 +1,12 @@
-"""Which orders a browser may see: those its session placed."""
+"""Which orders a browser may see: those its session placed, and any whose own link (a token
+signed with SECRET_KEY, `checkout.links`) it opened."""
 
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
+from checkout.links import token_matches
 from checkout.models import Order
 
 SESSION_ORDERS = "orders"
@@ -20,4 +22,18 @@ def own_order(request: HttpRequest, reference: str) -> Order:
     exactly as for an order that does not exist)."""
     if reference not in request.session.get(SESSION_ORDERS, []):
         raise Http404
+    return _order(reference)
+
+
+def linked_order(request: HttpRequest, reference: str, token: str) -> Order:
+    """The order whose link this is (404 for a wrong token, as for an order that does not
+    exist); from then on the browser may see and pay it as the one that placed it."""
+    if not token_matches(reference, token):
+        raise Http404
+    order = _order(reference)
+    remember_order(request, order)
+    return order
+
+
+def _order(reference: str) -> Order:
     return get_object_or_404(Order.objects.prefetch_related("items"), reference=reference)

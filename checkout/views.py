@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
@@ -17,9 +17,8 @@ from checkout.cart import MAX_PER_LINE, Cart, CartError
 from checkout.forms import CheckoutForm, MyOrdersForm, QuantityForm
 from checkout.installments import order_installments, plans_for
 from checkout.limits import order_creations_exceeded, order_lists_exceeded, status_checks_exceeded
-from checkout.links import token_matches
 from checkout.models import Order, OrderStatus, Product
-from checkout.ownership import own_order, remember_order
+from checkout.ownership import linked_order, own_order, remember_order
 from checkout.selectors import order_payments
 from checkout.services import CheckoutError, order_as_paid_now, order_create_from_cart
 from checkout.services.payment_page import order_pending_challenge
@@ -181,11 +180,7 @@ def order_detail(request: HttpRequest, reference: str) -> HttpResponse:
 def order_by_link(request: HttpRequest, reference: str, token: str) -> HttpResponse:
     """The order's own link (its mails carry it): its page in any browser, which may then pay
     or follow it as the browser that placed it."""
-    if not token_matches(reference, token):
-        raise Http404
-    order = get_object_or_404(Order.objects.prefetch_related("items"), reference=reference)
-    remember_order(request, order)
-    return _order_page(request, order)
+    return _order_page(request, linked_order(request, reference, token))
 
 
 def _order_page(request: HttpRequest, order: Order) -> HttpResponse:
