@@ -7,7 +7,7 @@ import os
 
 from hypothesis import settings
 
-from tests import test_api_fuzz
+from tests.config import test_api_fuzz
 from tests.webhooks import test_receiver_fuzz
 
 

@@ -1,10 +1,12 @@
-"""The shop window: home page, product pages, the `mxn` price filter and the demo catalogue."""
+"""The shop window: home page, product pages, the `mxn` price filter, and the demo catalogue and
+staff account that seed_demo creates."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
@@ -23,6 +25,19 @@ def product_links(response) -> set[str]:
         for card in html(response).find_all("li", cls="card")
         for a in card.find_all("a")
     }
+
+
+def test_home_page_names_the_shop(client: Client) -> None:
+    """The home page answers in Spanish by default with the shop's name."""
+    response = client.get("/")
+    assert response.status_code == 200
+    assert "Tienda Tlali" in response.content.decode()
+    assert response["Content-Language"] == "es"
+
+
+def test_home_refuses_other_methods(client: Client) -> None:
+    """A POST to a read-only page is a 405, not an error."""
+    assert client.post("/").status_code in (403, 405)
 
 
 def test_home_lists_active_products_only(client: Client, make_product) -> None:
@@ -144,3 +159,12 @@ def test_seed_demo_keeps_changes_made_to_the_products() -> None:
     call_command("seed_demo")
     molcajete = Product.objects.get(slug="molcajete")
     assert (molcajete.price, molcajete.stock) == (Decimal("999.00"), 1)
+
+
+def test_seed_demo_creates_the_documented_staff_account_once(client: Client) -> None:
+    """seed_demo creates admin / tienda-demo-2026, can run twice, and the account logs in."""
+    call_command("seed_demo")
+    call_command("seed_demo")
+    assert get_user_model().objects.filter(username="admin", is_staff=True).count() == 1
+    assert client.login(username="admin", password="tienda-demo-2026")
+    assert client.get("/admin/").status_code == 200

@@ -40,13 +40,12 @@ from werkzeug.test import Client as WsgiClient
 from checkout.models import Order
 from tests.checkout.conftest import make_order, own, shopper
 from tests.factories import ProductFactory
-from tests.support import shop_schema
+from tests.support import ROOT, shop_schema
 
 SCHEMA = schemathesis.openapi.from_dict(shop_schema())
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 TOKEN = "whk-openapi-3e9b1c7d5a"
 OUR_APPS = ("checkout.", "config.", "webhooks.", "payments.")
-ROOT = Path(__file__).resolve().parent.parent
 CSRF_EXEMPT = {"/webhooks/payments/{token}/", "/csp-report/"}  # as the description says
 CONFORMANCE = [
     status_code_conformance,

@@ -2,72 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-PROBE = """
-import json, django
-from django.conf import settings
-django.setup()
-print(json.dumps({
-    "engine": settings.DATABASES["default"]["ENGINE"],
-    "name": str(settings.DATABASES["default"]["NAME"]),
-    "broker": settings.CELERY_BROKER_URL,
-    "cache": settings.CACHES["default"]["BACKEND"],
-    "debug": settings.DEBUG,
-    "api": settings.PAYMENTS_API_BASE_URL,
-    "shop": settings.SHOP_BASE_URL,
-    "public_key": settings.PAYMENTS_PUBLIC_KEY,
-}))
-"""
-CLEARED = (
-    "DATABASE_URL",
-    "REDIS_URL",
-    "DJANGO_SECRET_KEY",
-    "SANDBOX_PORT",
-    "SHOP_PORT",
-    "PAYMENTS_API_BASE_URL",
-    "PAYMENTS_PUBLIC_KEY",
-    "SANDBOX_PUBLIC_KEY",
-    "SANDBOX_DATABASE_URL",
-    "SANDBOX_DATABASE_CONN_MAX_AGE",
-)
-
-
-def load_settings(
-    module: str, tmp_path: Path, *, probe: str = PROBE, **env: str
-) -> subprocess.CompletedProcess[str]:
-    """Run `probe` in a fresh interpreter with the settings `module`, the environment cleared of
-    what selects servers, and the demo's files in `tmp_path`."""
-    base = {k: v for k, v in os.environ.items() if k not in CLEARED}
-    base.update(
-        {
-            "DJANGO_SETTINGS_MODULE": module,
-            "SHOP_VAR_DIR": str(tmp_path),
-            "SANDBOX_VAR_DIR": str(tmp_path),
-            **env,
-        }
-    )
-    return subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=ROOT,
-        env=base,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def settings_of(module: str, tmp_path: Path, *, probe: str = PROBE, **env: str) -> dict:
-    result = load_settings(module, tmp_path, probe=probe, **env)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
+from tests.config.support import PRODUCTION_ENV, load_settings, settings_of
 
 
 def test_defaults_need_no_database_or_broker_server(tmp_path: Path) -> None:
@@ -125,8 +64,6 @@ def test_production_refuses_to_start_without_a_secret_key(
 def test_production_starts_with_a_secret_key(tmp_path: Path) -> None:
     """With a long random key (and the rest of a production environment), production settings
     load, with DEBUG off."""
-    from tests.test_production import PRODUCTION_ENV
-
     env = {k: v for k, v in PRODUCTION_ENV.items() if k != "DJANGO_SETTINGS_MODULE"}
     found = settings_of("config.settings.production", tmp_path, **env)
     assert found["debug"] is False

@@ -1,0 +1,159 @@
+"""Gunicorn (config/gunicorn.py) serves the shop with the production settings: the probes,
+whitenoise's static files, and JSON log lines with the webhook token redacted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import requests
+
+from tests.config.support import TOKEN, production_env, run
+from tests.support import PUBLIC_KEY, ROOT, SECRET_KEY, SandboxProcess, free_port, wait_until
+
+GUNICORN = Path(sys.executable).with_name("gunicorn")
+
+
+def _test_database_url() -> str:
+    from django.db import connection
+
+    url = os.environ.get("DATABASE_URL", "")
+    return urlunsplit(urlsplit(url)._replace(path=f"/{connection.settings_dict['NAME']}"))
+
+
+@pytest.fixture
+def served(
+    sandbox: SandboxProcess, django_db_setup: None, tmp_path: Path
+) -> Iterator[SimpleNamespace]:
+    """`gunicorn -c config/gunicorn.py config.wsgi` with the production settings, on the test
+    database, the test Redis and the live sandbox, static files collected into a temporary
+    STATIC_ROOT, access log on; its output is read once it has stopped."""
+    if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+        pytest.skip("gunicorn with the production settings needs PostgreSQL (DATABASE_URL)")
+    if not os.environ.get("REDIS_URL"):
+        pytest.skip("gunicorn with the production settings needs Redis (REDIS_URL)")
+    port = free_port()
+    env = production_env(
+        tmp_path,
+        DATABASE_URL=_test_database_url(),
+        REDIS_URL=os.environ["REDIS_URL"],
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        PAYMENTS_API_BASE_URL=sandbox.base_url,
+        PAYMENTS_PUBLIC_KEY=PUBLIC_KEY,
+        PAYMENTS_SECRET_KEY=SECRET_KEY,
+        DJANGO_STATIC_ROOT=str(tmp_path / "static"),
+        GUNICORN_BIND=f"127.0.0.1:{port}",
+        GUNICORN_WORKERS="2",
+        GUNICORN_ACCESS_LOG="-",
+    )
+    collected = run(["manage.py", "collectstatic", "--noinput"], env)
+    assert collected.returncode == 0, collected.stderr
+    output = tmp_path / "gunicorn.log"
+    with output.open("wb") as sink:
+        process = subprocess.Popen(
+            [str(GUNICORN), "-c", "config/gunicorn.py", "config.wsgi"],
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    server = SimpleNamespace(
+        url=f"http://127.0.0.1:{port}",
+        static_root=tmp_path / "static",
+        output=lambda: output.read_text(),
+    )
+
+    def up() -> bool:
+        assert process.poll() is None, output.read_text()
+        try:
+            return requests.get(f"{server.url}/healthz", timeout=10).status_code == 200
+        except requests.RequestException:  # not listening yet, or its workers still booting
+            return False
+
+    try:
+        wait_until(up, timeout=60, interval=0.2)
+        yield server
+    finally:
+        process.send_signal(signal.SIGTERM)  # a graceful stop
+        try:
+            process.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_gunicorn_serves_the_shop_with_the_production_settings(served: SimpleNamespace) -> None:
+    """Given gunicorn with the production settings, then /healthz answers 200 with the request
+    id given, /readyz answers JSON that the database and cache are ready, /healthz/deps that
+    the broker and the provider answer, a collected static file is
+    served by whitenoise (hashed name, cached forever) over https and redirected to https
+    otherwise, and the log output is JSON lines with the access log's webhook token redacted
+    and no query string."""
+    https = {"X-Forwarded-Proto": "https"}
+    manifest = json.loads((served.static_root / "staticfiles.json").read_text())["paths"]
+    hashed = next(name for source, name in manifest.items() if source.startswith("css/"))
+
+    health = requests.get(f"{served.url}/healthz", headers={"X-Request-ID": "probe-0001"})
+    ready = requests.get(f"{served.url}/readyz", timeout=30)
+    deps = requests.get(f"{served.url}/healthz/deps", timeout=30)
+    static = requests.get(f"{served.url}/static/{hashed}", headers=https)
+    plain = requests.get(f"{served.url}/static/{hashed}", allow_redirects=False)
+    hook = requests.post(
+        f"{served.url}/webhooks/payments/{TOKEN}/?private=query-secret",
+        data="{}",
+        headers={**https, "Content-Type": "application/json", "X-Request-ID": "hook-0002"},
+    )
+
+    assert (health.status_code, health.json()) == (200, {"status": "ok"})
+    assert health.headers["X-Request-ID"] == "probe-0001"
+    assert ready.status_code == 200, ready.text
+    assert ready.headers["Content-Type"] == "application/json"
+    body = ready.json()
+    assert body["status"] == "ready"
+    assert {name: check["ok"] for name, check in body["checks"].items()} == {
+        "database": True,
+        "cache": True,
+    }
+    assert deps.status_code == 200, deps.text
+    assert {name: check["ok"] for name, check in deps.json()["checks"].items()} == {
+        "broker": True,
+        "provider": True,
+    }
+    assert static.status_code == 200
+    assert static.content == (served.static_root / hashed).read_bytes()
+    assert "immutable" in static.headers["Cache-Control"]
+    assert "max-age=31536000" in static.headers["Strict-Transport-Security"]
+    assert plain.status_code == 301
+    assert (
+        plain.headers["Location"]
+        == f"https://127.0.0.1:{urlsplit(served.url).port}/static/{hashed}"
+    )
+    assert hook.status_code == 400
+
+    def logged() -> list[dict[str, Any]] | None:
+        # Gunicorn writes an access line just after its answer: wait for the last one.
+        lines = served.output().splitlines()
+        if not any("/webhooks/" in line for line in lines):
+            return None
+        return [json.loads(line) for line in lines if line.strip()]
+
+    lines = wait_until(logged)
+    access = [line for line in lines if line["logger"] == "gunicorn.access"]
+    probe_line = next(line for line in access if "request_id=probe-0001" in line["message"])
+    assert '"GET /healthz HTTP/1.1" 200' in probe_line["message"]
+    assert probe_line["request_id"] == "probe-0001"
+    hook_line = next(line for line in access if "/webhooks/" in line["message"])
+    assert '"POST /webhooks/payments/[redacted]/ HTTP/1.1" 400' in hook_line["message"]
+    assert hook_line["request_id"] == "hook-0002"
+    output = served.output()
+    assert TOKEN not in output
+    assert "query-secret" not in output
