@@ -38,8 +38,8 @@ from checkout.models import Order, Product
 from config.logging import RedactSecrets, luhn_valid
 from payments.client import get_client
 from payments.models import Payment, PaymentStatus
-from tests.checkout.conftest import CUSTOMER
 from tests.factories import ProductFactory
+from tests.shop import CUSTOMER
 from tests.support import (
     DECLINED,
     PROVIDER_ERROR,

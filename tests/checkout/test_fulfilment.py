@@ -6,16 +6,13 @@ did it."""
 
 from __future__ import annotations
 
-import json
-import uuid
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.urls import reverse
 
-from checkout.models import Fulfilment, Order, OrderEvent, OrderStatus, Product
+from checkout.models import Fulfilment, OrderEvent, OrderStatus, Product
 from checkout.services.fulfilment import (
     OrderActionRefused,
     order_cancel,
@@ -25,8 +22,9 @@ from checkout.services.fulfilment import (
 )
 from checkout.services.orders import order_sync_status
 from payments.models import Payment, PaymentEvent
-from tests.checkout.conftest import place_order, shopper
-from tests.support import Api, decimal_json, free_port
+from tests.checkout.support import remote_of, stock
+from tests.shop import paid_order, place_order, shopper
+from tests.support import Api, free_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
@@ -57,34 +55,6 @@ def blusa(make_product: Any) -> Product:
 @pytest.fixture
 def taza(make_product: Any) -> Product:
     return make_product("taza", price="289.00", stock=10, name="Taza de talavera")
-
-
-def paid_order(shop: Api, *lines: tuple[Product, int]) -> Order:
-    """An order placed and paid with 4242 (held with manual capture, charged with automatic),
-    its status synced as its task would."""
-    browser = shopper()
-    order = place_order(browser, *lines)
-    body = {"card_token": shop.card_token()["id"], "attempt_id": uuid.uuid4().hex}
-    response = browser.post(
-        reverse("checkout:pay_attempt", args=[order.reference]),
-        json.dumps(body),
-        content_type="application/json",
-    )
-    assert response.json()["result"] in ("approved", "authorized"), response.content
-    order_sync_status(order_id=order.pk)
-    order.refresh_from_db()
-    return order
-
-
-def remote_of(shop: Api, order: Order) -> dict[str, Any]:
-    listed = shop.get("/_sandbox/payments", params={"external_reference": order.reference})
-    [remote] = decimal_json(listed)
-    return remote
-
-
-def stock(product: Product) -> int:
-    product.refresh_from_db()
-    return product.stock
 
 
 # --- Ship -------------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ from config.env import env_decimal, env_int_list
 from payments.client import get_client
 from payments.models import Payment
 from payments.types import PaymentMethodEntry
-from tests.checkout.conftest import html, place_order, shopper
+from tests.html_tree import html
+from tests.shop import place_order, shopper
 from tests.support import INSTALLMENTS_VISA, VISA, Api, free_port
 
 NO_INSTALLMENTS_ES = "Esta tarjeta no tiene meses sin intereses."

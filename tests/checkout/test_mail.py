@@ -25,7 +25,8 @@ from checkout.services.mail import order_mail_send, orders_list_send, queue_orde
 from checkout.services.stock import record
 from checkout.tasks import order_mail_send_task, order_mails_sweep_task, orders_list_mail_task
 from payments.models import Payment, PaymentEvent, PaymentEventKind
-from tests.checkout.conftest import make_order, make_payment, place_order, shopper
+from tests.checkout.support import make_payment
+from tests.shop import make_order, place_order, shopper
 from tests.support import Api, free_port
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,8 @@ from django.urls import reverse
 
 from checkout.models import Fulfilment, Order, OrderEvent, OrderStatus, Product
 from payments.models import Payment
-from tests.checkout.test_fulfilment import paid_order, remote_of, stock
+from tests.checkout.support import remote_of, stock
+from tests.shop import paid_order
 from tests.support import Api, free_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
@@ -337,7 +338,7 @@ def test_amounts_in_the_order_admin_are_written_one_way(
 
 def test_status_of_a_cancelled_order_without_payment(admin: Client, blusa: Product) -> None:
     """An order nobody paid can be cancelled: its items go back to stock."""
-    from tests.checkout.conftest import place_order, shopper
+    from tests.shop import place_order, shopper
 
     order = place_order(shopper(), (blusa, 2))
 

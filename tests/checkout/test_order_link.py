@@ -16,16 +16,10 @@ from django.urls import reverse
 from checkout.links import order_link, order_link_path, order_token, token_matches
 from checkout.models import Order, OrderStatus, Product
 from payments.models import PaymentStatus
-from tests.checkout.conftest import (
-    html,
-    make_order,
-    make_payment,
-    open_challenge,
-    own,
-    place_order,
-    shopper,
-)
+from tests.checkout.support import make_payment, open_challenge
 from tests.factories import ProductFactory
+from tests.html_tree import html
+from tests.shop import make_order, own, place_order, shopper
 from tests.support import Api
 
 

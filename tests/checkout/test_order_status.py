@@ -21,7 +21,8 @@ from checkout.services import (
 from checkout.tasks import order_sync_task, orders_follow_payments_task
 from payments.models import Payment, PaymentEvent
 from payments.signals import payment_status_changed
-from tests.checkout.conftest import make_order, make_payment
+from tests.checkout.support import make_payment
+from tests.shop import make_order
 from tests.webhooks.support import take_queued
 
 pytestmark = pytest.mark.django_db

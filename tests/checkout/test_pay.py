@@ -17,7 +17,8 @@ from django.urls import reverse
 from checkout.models import Order, OrderStatus, Product
 from payments.client import PaymentsClient
 from payments.models import Payment
-from tests.checkout.conftest import CUSTOMER, html, make_order, own, place_order, shopper
+from tests.html_tree import html
+from tests.shop import CUSTOMER, make_order, own, place_order, shopper
 from tests.support import DECLINED, MASTER, THREE_DS, VISA, Api, free_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]

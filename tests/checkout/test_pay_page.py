@@ -11,7 +11,8 @@ from django.urls import reverse
 
 from checkout.models import Order, OrderStatus, Product
 from payments.catalogue import CATALOGUE_CACHE_KEY, payment_methods_for
-from tests.checkout.conftest import Node, html, make_order, own, place_order, shopper
+from tests.html_tree import Node, html
+from tests.shop import make_order, own, place_order, shopper
 from tests.support import PUBLIC_KEY, Api, free_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]

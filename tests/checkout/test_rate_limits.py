@@ -24,7 +24,7 @@ from django.urls import reverse
 from checkout.models import Order, OrderStatus, Product
 from payments.client import PaymentsClient
 from payments.models import Payment
-from tests.checkout.conftest import make_order, own, shopper
+from tests.shop import make_order, own, shopper
 from tests.support import DECLINED, THREE_DS, VISA, Api, clear_cache
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]

@@ -26,16 +26,10 @@ from checkout.services.reservations import order_expire, reservations_expire
 from checkout.tasks import reservations_expire_task
 from payments.models import PaymentStatus
 from payments.services import payment_refresh
-from tests.checkout.conftest import (
-    CUSTOMER,
-    html,
-    make_payment,
-    open_challenge,
-    own,
-    place_order,
-    shopper,
-)
+from tests.checkout.support import make_payment, open_challenge
 from tests.factories import ProductFactory
+from tests.html_tree import html
+from tests.shop import CUSTOMER, own, place_order, shopper
 from tests.support import Api, refuse_provider_calls
 
 

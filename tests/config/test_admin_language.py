@@ -16,8 +16,8 @@ from django.urls import reverse
 
 from checkout.models import Product
 from payments.models import Payment, Subscription
-from tests.checkout.test_fulfilment import paid_order
 from tests.factories import ProductFactory
+from tests.shop import paid_order
 from tests.support import Api, clear_cache, free_port
 from webhooks.models import WebhookEvent
 

@@ -54,9 +54,10 @@ from schemathesis.specs.openapi.checks import (
 from checkout.models import Order, OrderStatus, Product
 from payments.client import get_client
 from payments.models import Payment
-from tests.checkout.conftest import add_to_cart, cart_of, html, make_order, own, place_order
-from tests.checkout.conftest import shopper as new_shopper
 from tests.factories import ProductFactory
+from tests.html_tree import html
+from tests.shop import add_to_cart, cart_of, make_order, own, place_order
+from tests.shop import shopper as new_shopper
 from tests.support import THREE_DS, Api, clear_cache, free_port, shop_schema
 from webhooks.models import WebhookEvent
 

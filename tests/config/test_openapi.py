@@ -38,8 +38,8 @@ from schemathesis.specs.openapi.checks import (
 from werkzeug.test import Client as WsgiClient
 
 from checkout.models import Order
-from tests.checkout.conftest import make_order, own, shopper
 from tests.factories import ProductFactory
+from tests.shop import make_order, own, shopper
 from tests.support import ROOT, shop_schema
 
 SCHEMA = schemathesis.openapi.from_dict(shop_schema())

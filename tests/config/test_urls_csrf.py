@@ -43,8 +43,8 @@ from payments.models import (
     Refund,
     Subscription,
 )
-from tests.checkout.conftest import CUSTOMER, make_order, own
 from tests.factories import ProductFactory
+from tests.shop import CUSTOMER, make_order, own
 from tests.support import clear_cache, refuse_provider_calls
 from webhooks.models import WebhookEvent, WebhookState
 

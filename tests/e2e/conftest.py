@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.urls import reverse
 
 from checkout.models import Product
+from tests.e2e.support import Shop, open_page
 from tests.factories import ProductFactory
 from tests.sandbox.browser.conftest import StaticSite
 from tests.support import Api, clear_cache
@@ -21,17 +20,6 @@ from tests.support import Api, clear_cache
 # Playwright's sync API keeps an asyncio event loop in this thread; Django would otherwise
 # refuse database access from the test's own (synchronous) code.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-DESKTOP = {"width": 1280, "height": 900}
-MOBILE = {"width": 390, "height": 844}
-
-
-@dataclass
-class Shop:
-    """The live shop (`url`, no trailing slash) and the sandbox it pays through (`api`)."""
-
-    url: str
-    api: Api
 
 
 @pytest.fixture(scope="package")
@@ -52,16 +40,6 @@ def shop(live_server: Any, provider: Api, settings: Any, worker: Any) -> Shop:
     clear_cache()
     call_command("seed_demo", verbosity=0)
     return Shop(url=live_server.url, api=provider)
-
-
-def open_page(browser: Any, viewport: dict[str, int] | None = None, **options: Any) -> Any:
-    """A page in a fresh context (no cookies), in Spanish like the shop's shoppers unless
-    another `locale` is given."""
-    options.setdefault("locale", "es-MX")
-    context = browser.new_context(viewport=viewport or DESKTOP, **options)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    return page
 
 
 @pytest.fixture
@@ -107,19 +85,3 @@ def products(staff_shop: Shop) -> dict[str, Product]:
             slug="taza-e2e", name="Taza de talavera", price=Decimal("289.00"), stock=10
         ),
     }
-
-
-def log_in(
-    e2e_browser: Any, shop: Shop, username: str, password: str, locale: str = "es-MX"
-) -> Any:
-    page = open_page(e2e_browser, locale=locale)
-    page.goto(f"{shop.url}{reverse('admin:login')}")
-    page.locator("#id_username").fill(username)
-    page.locator("#id_password").fill(password)
-    page.locator("#login-form [type=submit]").click()
-    page.wait_for_url(f"{shop.url}{reverse('admin:index')}")
-    return page
-
-
-def success(page: Any) -> Any:
-    return page.locator("ul.messagelist li.success")

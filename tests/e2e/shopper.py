@@ -6,15 +6,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from checkout.models import Order
+from playwright.sync_api import expect
+
+from checkout.models import Order, OrderStatus
 from payments.models import Payment
-from tests.e2e.conftest import Shop
+from tests.e2e.support import Shop
 from tests.support import VISA, wait_until
 
 PRODUCT = "taza-talavera"  # $289.00, in stock: within every card method's accepted amounts
 CARD_FRAME = "#card-element iframe"
 CHALLENGE_FRAME = "#threeds-frame iframe"
 PAY_URL = re.compile(r"/pedidos/(ORD-[0-9A-Z]{5})/pagar/$")
+PAY_PAGE = re.compile(r"/pagar/$")
 DETAILS = {
     "first_name": "Ana",
     "last_name": "Pérez",
@@ -138,3 +141,20 @@ class Shopper:
             return found[-1].provider_id if found else ""
 
         return wait_until(pending, timeout=10)
+
+
+def expect_paid_order_page(shopper: Shopper) -> None:
+    """The order page says paid at once; the stored order follows (its task) a moment later."""
+    shopper.wait_for_order_page()
+    expect(shopper.page.locator("#order-status")).to_have_class(re.compile(r"\bstatus-paid\b"))
+    wait_until(lambda: shopper.order().status == OrderStatus.PAID, timeout=30)
+
+
+def expect_refused(shopper: Shopper) -> None:
+    """The payment page says why (an error in #pay-status) and lets the shopper try again."""
+    page = shopper.page
+    status = page.locator("#pay-status")
+    expect(status).to_have_class(re.compile(r"\berror\b"))
+    expect(status).not_to_have_text(re.compile(r"^\s*$"))
+    expect(page.locator("#pay-button")).to_be_enabled()
+    assert PAY_PAGE.search(page.url), page.url

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Shop, open_page
 from tests.e2e.shopper import CARD_FRAME, CHALLENGE_FRAME, Shopper
+from tests.e2e.support import Shop, open_page
 from tests.support import ROOT, THREE_DS, VISA
 
 pytestmark = pytest.mark.django_db(transaction=True)

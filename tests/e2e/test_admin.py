@@ -20,11 +20,11 @@ from playwright.sync_api import expect
 
 from checkout.models import Fulfilment, Order, Product
 from payments.models import Payment, PaymentStatus
-from tests.checkout.conftest import place_order, shopper
-from tests.checkout.test_fulfilment import paid_order, remote_of
-from tests.e2e.conftest import Shop, log_in, success
+from tests.checkout.support import remote_of
+from tests.e2e.support import Shop, log_in, success
 from tests.e2e.test_checkout import full_page_screenshot
 from tests.factories import PaymentFactory
+from tests.shop import paid_order, place_order, shopper
 from tests.support import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -17,8 +17,9 @@ from playwright.sync_api import expect
 from checkout.models import Product
 from payments.models import Payment, PaymentStatus, Subscription
 from payments.services import subscription_sync
-from tests.checkout.test_fulfilment import paid_order, remote_of
-from tests.e2e.conftest import Shop, log_in, success
+from tests.checkout.support import remote_of
+from tests.e2e.support import Shop, log_in, success
+from tests.shop import paid_order
 from webhooks.models import WebhookEvent, WebhookState
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -15,31 +15,12 @@ from playwright.sync_api import expect
 
 from checkout.models import OrderStatus
 from payments.models import PaymentStatus
-from tests.e2e.conftest import DESKTOP, MOBILE, Shop, open_page
-from tests.e2e.shopper import Shopper, spaced
+from tests.e2e.shopper import Shopper, expect_paid_order_page, expect_refused, spaced
+from tests.e2e.support import DESKTOP, MOBILE, Shop, card_numbers_in, open_page
 from tests.sandbox.browser.conftest import StaticSite
 from tests.support import DECLINED, ROOT, THREE_DS, VISA, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-PAY_PAGE = re.compile(r"/pagar/$")
-
-
-def expect_paid_order_page(shopper: Shopper) -> None:
-    """The order page says paid at once; the stored order follows (its task) a moment later."""
-    shopper.wait_for_order_page()
-    expect(shopper.page.locator("#order-status")).to_have_class(re.compile(r"\bstatus-paid\b"))
-    wait_until(lambda: shopper.order().status == OrderStatus.PAID, timeout=30)
-
-
-def expect_refused(shopper: Shopper) -> None:
-    """The payment page says why (an error in #pay-status) and lets the shopper try again."""
-    page = shopper.page
-    status = page.locator("#pay-status")
-    expect(status).to_have_class(re.compile(r"\berror\b"))
-    expect(status).not_to_have_text(re.compile(r"^\s*$"))
-    expect(page.locator("#pay-button")).to_be_enabled()
-    assert PAY_PAGE.search(page.url), page.url
 
 
 def test_an_approved_card_pays_the_order(page: Any, shop: Shop) -> None:
@@ -239,28 +220,6 @@ def test_a_challenge_frame_taken_to_another_origin_is_not_believed(
     expect(page.locator("#threeds-dialog[open]")).to_be_visible()
     wait_until(lambda: shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION, timeout=30)
     page.context.close()
-
-
-def luhn_valid(digits: str) -> bool:
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = int(char) * (2 if index % 2 else 1)
-        total += value - 9 if value > 9 else value
-    return total % 10 == 0
-
-
-# Runs of 13-19 digits, optionally grouped by single spaces or dashes, not inside a longer
-# word (so hex ids and CSRF tokens do not count).
-CARD_LIKE = re.compile(r"(?<![0-9A-Za-z])\d(?:[ -]?\d){12,18}(?![0-9A-Za-z])")
-
-
-def card_numbers_in(text: str) -> list[str]:
-    found = []
-    for match in CARD_LIKE.finditer(text):
-        digits = re.sub(r"\D", "", match.group())
-        if 13 <= len(digits) <= 19 and luhn_valid(digits):
-            found.append(digits)
-    return found
 
 
 def test_the_card_number_never_reaches_the_shop(page: Any, shop: Shop) -> None:

@@ -12,8 +12,8 @@ import pytest
 from playwright.sync_api import expect
 
 from payments.models import PaymentStatus
-from tests.e2e.conftest import Shop, open_page
 from tests.e2e.shopper import Shopper
+from tests.e2e.support import Shop, open_page
 from tests.support import INSTALLMENTS_VISA, VISA, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -15,9 +15,8 @@ import pytest
 from playwright.sync_api import expect
 
 from config.security import origin_of
-from tests.e2e.conftest import Shop
-from tests.e2e.shopper import Shopper
-from tests.e2e.test_checkout import card_numbers_in, expect_paid_order_page, expect_refused
+from tests.e2e.shopper import Shopper, expect_paid_order_page, expect_refused
+from tests.e2e.support import Shop, card_numbers_in
 from tests.support import DECLINED, THREE_DS, VISA, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

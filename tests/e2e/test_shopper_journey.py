@@ -15,8 +15,8 @@ from playwright.sync_api import expect
 
 from checkout.models import Order, OrderStatus, Product
 from payments.models import PaymentStatus
-from tests.e2e.conftest import Shop, open_page
 from tests.e2e.shopper import PRODUCT, Shopper
+from tests.e2e.support import Shop, open_page
 from tests.support import THREE_DS, VISA, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -21,8 +21,8 @@ from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStat
 from payments.reconciliation import SyncOutcome, payment_sync
 from payments.sealed import seal
 from payments.services import payment_close_unconfirmed
-from tests.checkout.conftest import make_order
 from tests.factories import ProductFactory
+from tests.shop import make_order
 from tests.support import Api
 
 pytestmark = pytest.mark.django_db

@@ -25,9 +25,9 @@ from payments.reconciliation import (
     payments_reconcile,
 )
 from payments.services import payment_cancel
-from tests.checkout.conftest import make_order
 from tests.factories import ProductFactory
 from tests.payments.factories import create_payment, order_reference
+from tests.shop import make_order
 from tests.support import DECLINED, THREE_DS, Api
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db]

@@ -12,8 +12,8 @@ import pytest
 from checkout.models import Order, OrderStatus
 from payments.models import Payment, PaymentEvent, PaymentStatus
 from payments.services import payment_create
-from tests.checkout.conftest import make_order
 from tests.factories import ProductFactory
+from tests.shop import make_order
 from tests.support import THREE_DS, VISA, Api, wait_until
 from webhooks.addresses import payment_notification_url as webhook_url
 from webhooks.models import WebhookEvent, WebhookState

@@ -24,9 +24,9 @@ import webhooks.services
 from checkout.models import Order, OrderStatus
 from payments.client import PaymentsClient
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
-from tests.checkout.conftest import make_order
 from tests.factories import ProductFactory
 from tests.payments.factories import create_payment
+from tests.shop import make_order
 from tests.support import Api, clear_cache
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState

@@ -37,9 +37,9 @@ from hypothesis import strategies as st
 from checkout.models import Order, OrderMail, OrderMailKind, OrderStatus
 from checkout.services import derive_order_status, order_payments
 from payments.models import Payment, PaymentEvent, PaymentStatus
-from tests.checkout.conftest import make_order
 from tests.factories import ProductFactory
 from tests.payments.factories import create_payment
+from tests.shop import make_order
 from tests.support import (
     DECLINED,
     INSUFFICIENT_FUNDS,

@@ -1,0 +1,61 @@
+"""Helpers of the storefront tests (the shop's own, for every app, are in tests/shop.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.contrib.messages import get_messages
+from django.http import HttpResponse
+
+from checkout.models import Order, Product
+from payments.models import Payment
+from tests.factories import PaymentFactory
+from tests.html_tree import html
+from tests.support import Api, decimal_json
+
+# An order's reference: ORD- and five of Crockford's base-32 digits.
+REFERENCE_RE = re.compile(r"^ORD-[0-9A-HJKMNP-TV-Z]{5}$")
+
+
+def all_messages(response: HttpResponse) -> list[tuple[str, str]]:
+    return [(m.level_tag, str(m)) for m in get_messages(response.wsgi_request)]
+
+
+def header_cart_count(response: HttpResponse) -> int:
+    return int(html(response).one("a", cls="cart-link").one("span", cls="count").text)
+
+
+def open_challenge(provider: Any, order: Order) -> Any:
+    """Pay `order` with the 3-D Secure test card through the payment page's service: the
+    outcome, pending, with its challenge's address (the challenge is left open)."""
+    from checkout.services import order_pay
+    from tests.support import THREE_DS
+
+    pending = order_pay(
+        order=order,
+        card_token=provider.card_token(THREE_DS)["id"],
+        attempt_id="a" * 32,
+        prevention_data={},
+        return_url="",
+    )
+    assert pending.result == "pending", pending
+    return pending
+
+
+def remote_of(shop: Api, order: Order) -> dict[str, Any]:
+    """The sandbox's payment of `order` (there is one)."""
+    listed = shop.get("/_sandbox/payments", params={"external_reference": order.reference})
+    [remote] = decimal_json(listed)
+    return remote
+
+
+def stock(product: Product) -> int:
+    """The product's stock as the database holds it now."""
+    product.refresh_from_db()
+    return product.stock
+
+
+def make_payment(order: Order, status: str, **fields: Any) -> Payment:
+    """A payment row for the order, created straight in the database, later than any before."""
+    return PaymentFactory(order=order, status=status, **fields)
