@@ -1,5 +1,6 @@
-"""factory-boy factories for the shop's data, written straight to the database (the payment flow
-itself is exercised through the services and the sandbox, tests/payments/factories.py)."""
+"""factory-boy factories for the shop's data, one per model: rows written straight to the
+database, and payments made through the payment service against the live sandbox when a test
+needs the provider to know them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,13 @@ from django.utils import timezone
 
 from checkout.models import Order, OrderItem, Product
 from payments.models import Payment
+from payments.services import payment_create
+from tests.support import VISA, Api
+
+
+def order_reference() -> str:
+    """A new order reference, as checkout writes them."""
+    return f"ORD-{uuid.uuid4().hex[:6].upper()}"
 
 
 class ProductFactory(factory.django.DjangoModelFactory):
@@ -64,18 +72,33 @@ class OrderFactory(factory.django.DjangoModelFactory):
 
 
 class PaymentFactory(factory.django.DjangoModelFactory):
-    """A payment row of `order` (required), each one created a second after the one before;
-    a provider id unless it never reached the provider."""
+    """A payment row written straight to the database, each one created a second after the one
+    before, with a provider id unless it never reached the provider: of `order` when one is
+    given (its reference and total), else of a new reference, for $250.00.
+
+    Traits: `charged` (approved and captured in full) and `held` (authorized, manual capture).
+
+    With `provider` (the live sandbox's API), the payment is made instead as checkout makes it:
+    a card token of `number` from the sandbox, then the payment service, which asks the
+    provider. The service is given `external_reference`, `amount`, `capture_method` and
+    `idempotency_key` (as the attempt's key); the status is the provider's answer, and the
+    service's errors are raised."""
 
     class Meta:
         model = Payment
 
     class Params:
         order: Order | None = None
+        charged = factory.Trait(status="approved", captured_amount=factory.SelfAttribute("amount"))
+        held = factory.Trait(status="authorized", capture_method="manual")
 
-    external_reference = factory.LazyAttribute(lambda payment: payment.order.reference)
+    external_reference = factory.LazyAttribute(
+        lambda payment: payment.order.reference if payment.order else order_reference()
+    )
     idempotency_key = factory.LazyFunction(lambda: uuid.uuid4().hex)
-    amount = factory.LazyAttribute(lambda payment: payment.order.total)
+    amount = factory.LazyAttribute(
+        lambda payment: payment.order.total if payment.order else Decimal("250.00")
+    )
     capture_method = "automatic"
     status = "approved"
     created_at = factory.Sequence(lambda n: timezone.now() + timedelta(seconds=n))
@@ -84,3 +107,33 @@ class PaymentFactory(factory.django.DjangoModelFactory):
             None if payment.status in ("creating", "unknown", "failed") else uuid.uuid4().hex
         )
     )
+
+    @classmethod
+    def _create(
+        cls,
+        model_class: type[Payment],
+        *args: Any,
+        provider: Api | None = None,
+        number: str = VISA,
+        **kwargs: Any,
+    ) -> Payment:
+        if provider is None:
+            return super()._create(model_class, *args, **kwargs)
+        # What the provider decides (status, id) and when the row is written are not ours to set.
+        given = set(kwargs) - {"status", "provider_id", "created_at"}
+        unused = given - {"external_reference", "idempotency_key", "amount", "capture_method"}
+        if unused:
+            raise TypeError(f"a payment made through the provider cannot be given {unused}")
+        return payment_create(
+            external_reference=kwargs["external_reference"],
+            attempt_key=kwargs["idempotency_key"],
+            amount=Decimal(kwargs["amount"]),
+            currency="MXN",
+            description="Taza de barro",
+            card_token=provider.card_token(number)["id"],
+            capture_method=kwargs["capture_method"],
+            customer={"first_name": "Ana", "last_name": "Pérez", "email": "ana@example.com"},
+            prevention_data={"device_finger_print_token": "sess_test"},
+            return_url="http://127.0.0.1:8000/checkout/return",
+            webhook_url="",
+        )

@@ -57,5 +57,7 @@ def stock(product: Product) -> int:
 
 
 def make_payment(order: Order, status: str, **fields: Any) -> Payment:
-    """A payment row for the order, created straight in the database, later than any before."""
+    """`PaymentFactory(order=order, status=status, **fields)` under its old name, for the two
+    files that still call it (test_mail.py, test_order_link.py); use PaymentFactory anywhere
+    else."""
     return PaymentFactory(order=order, status=status, **fields)

@@ -21,7 +21,7 @@ from checkout.services import (
 from checkout.tasks import order_sync_task, orders_follow_payments_task
 from payments.models import Payment, PaymentEvent
 from payments.signals import payment_status_changed
-from tests.checkout.support import make_payment
+from tests.factories import PaymentFactory
 from tests.shop import make_order
 from tests.webhooks.support import take_queued
 
@@ -150,7 +150,7 @@ def test_derive_order_status(
 ) -> None:
     """What the order's payments (oldest first) say about the order."""
     for spec in payments:
-        make_payment(order, spec["status"], **_payment_fields(spec))
+        PaymentFactory(order=order, status=spec["status"], **_payment_fields(spec))
     assert derived(order) == expected
 
 
@@ -160,7 +160,7 @@ def test_order_sync_status_moves_the_order(
 ) -> None:
     """order_sync_status stores what the payments say, and a second sync changes nothing."""
     for spec in payments:
-        make_payment(order, spec["status"], **_payment_fields(spec))
+        PaymentFactory(order=order, status=spec["status"], **_payment_fields(spec))
     assert sync(order).status == expected
     assert sync(order).status == expected
 
@@ -168,7 +168,7 @@ def test_order_sync_status_moves_the_order(
 def test_payments_of_other_orders_do_not_count(order: Order, product: Product) -> None:
     """Only the payments whose external_reference is the order's reference count."""
     other = make_order((product, 1))
-    make_payment(other, "approved", captured_amount=other.total)
+    PaymentFactory(order=other, charged=True)
     assert derived(order) == OrderStatus.AWAITING_PAYMENT
     assert sync(order).status == OrderStatus.AWAITING_PAYMENT
 
@@ -180,16 +180,16 @@ def test_sync_of_an_unknown_reference_is_none() -> None:
 
 def test_a_later_failed_attempt_never_downgrades_a_paid_order(order: Order) -> None:
     """Once paid, a failed attempt recorded afterwards leaves the order paid."""
-    make_payment(order, "approved", captured_amount=order.total)
+    PaymentFactory(order=order, charged=True)
     assert sync(order).status == OrderStatus.PAID
-    make_payment(order, "rejected", status_code="RE-CARD01")
-    make_payment(order, "failed")
+    PaymentFactory(order=order, status="rejected", status_code="RE-CARD01")
+    PaymentFactory(order=order, status="failed")
     assert sync(order).status == OrderStatus.PAID
 
 
 def test_partial_refund_moves_a_paid_order(order: Order) -> None:
     """A paid order becomes partially refunded when part of its payment is refunded."""
-    payment = make_payment(order, "approved", captured_amount=order.total)
+    payment = PaymentFactory(order=order, charged=True)
     assert sync(order).status == OrderStatus.PAID
     Payment.objects.filter(pk=payment.pk).update(refunded_amount=Decimal("100.00"))
     assert sync(order).status == OrderStatus.PARTIALLY_REFUNDED
@@ -206,7 +206,7 @@ def test_cancelled_order_gives_its_stock_back_once(
 ) -> None:
     """A cancelled authorization cancels the order and returns its stock, exactly once."""
     assert Product.objects.get(pk=product.pk).stock == 3
-    payment = make_payment(order, "authorized")
+    payment = PaymentFactory(order=order, status="authorized")
     assert sync(order).status == OrderStatus.AUTHORIZED
     assert Product.objects.get(pk=product.pk).stock == 3
     Payment.objects.filter(pk=payment.pk).update(status="cancelled", status_code=code)
@@ -228,7 +228,7 @@ def test_cancelled_order_returns_exactly_its_quantities(make_product) -> None:
     b = make_product(stock=4)
     order = make_order((a, 3), (b, 4))
     Product.objects.filter(pk=a.pk).update(stock=5)  # 2 more sold elsewhere meanwhile
-    make_payment(order, "cancelled", status_code="CA-MER01")
+    PaymentFactory(order=order, status="cancelled", status_code="CA-MER01")
     assert sync(order).status == OrderStatus.CANCELLED
     assert Product.objects.get(pk=a.pk).stock == 8
     assert Product.objects.get(pk=b.pk).stock == 4
@@ -236,8 +236,8 @@ def test_cancelled_order_returns_exactly_its_quantities(make_product) -> None:
 
 def test_failed_payment_keeps_the_stock_reserved(order: Order, product: Product) -> None:
     """A rejected or 3-D Secure-failed attempt does not return the stock (the shopper may retry)."""
-    make_payment(order, "rejected")
-    make_payment(order, "cancelled", status_code="CA-3DS01")
+    PaymentFactory(order=order, status="rejected")
+    PaymentFactory(order=order, status="cancelled", status_code="CA-3DS01")
     assert sync(order).status == OrderStatus.PAYMENT_FAILED
     assert Product.objects.get(pk=product.pk).stock == 3
 
@@ -248,7 +248,7 @@ def test_failed_payment_keeps_the_stock_reserved(order: Order, product: Product)
 def test_payment_status_changed_moves_the_order(order: Order, run_queued: Any) -> None:
     """The payments app's signal makes the order follow its payment (by the order's sync task,
     once a worker runs it)."""
-    payment = make_payment(order, "pending")
+    payment = PaymentFactory(order=order, status="pending")
     payment_status_changed.send(
         sender=Payment, payment=payment, old_status="creating", new_status="pending"
     )
@@ -287,7 +287,7 @@ def test_a_payment_status_change_queues_the_orders_sync_and_moves_nothing_itself
     """Given an order whose payment became pending, when the payments app signals the change,
     then the order's sync task is queued (for that order) and the stored status is unchanged;
     only once the task runs does the order follow its payment."""
-    payment = make_payment(order, "pending")
+    payment = PaymentFactory(order=order, status="pending")
 
     payment_status_changed.send(
         sender=Payment, payment=payment, old_status="creating", new_status="pending"
@@ -305,7 +305,7 @@ def test_order_sync_task_run_twice_lands_in_the_same_place(
     """Given an order whose authorization was cancelled, when its sync task runs twice (a
     redelivery), then both runs land on cancelled, its stock comes back once, and one
     "cancelled" mail goes out."""
-    make_payment(order, "cancelled", status_code="CA-MER01")
+    PaymentFactory(order=order, status="cancelled", status_code="CA-MER01")
     assert Product.objects.get(pk=product.pk).stock == 3
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -326,7 +326,7 @@ def test_order_sync_task_queued_twice_for_a_paid_order_confirms_it_once(
 ) -> None:
     """Given an approved payment, when the order's sync task is queued twice and both run, then
     the order is paid and the customer gets one confirmation email."""
-    make_payment(order, "approved", captured_amount=order.total)
+    PaymentFactory(order=order, charged=True)
     order_sync_task.delay(order.pk)
     order_sync_task.delay(order.pk)
 
@@ -346,9 +346,9 @@ def test_the_sweep_syncs_an_order_whose_sync_task_was_lost(
     beat's sweep runs, then it syncs the first (and its confirmation is queued), leaves the
     other alone, and a second sweep finds nothing to do."""
     in_step = make_order((product, 1))
-    make_payment(in_step, "rejected", status_code="RE-CARD01")
+    PaymentFactory(order=in_step, status="rejected", status_code="RE-CARD01")
     sync(in_step)
-    payment = make_payment(order, "approved", captured_amount=order.total)
+    payment = PaymentFactory(order=order, charged=True)
     payment_status_changed.send(
         sender=Payment, payment=payment, old_status="creating", new_status="approved"
     )
@@ -375,13 +375,13 @@ def test_the_sweep_counts_the_orders_it_syncs_and_leaves_in_step_ones_alone(
     in step with their payments, when the sweep runs, then it syncs that one order (it returns
     1); run again, it returns 0, and so it does when every order is in step."""
     in_step = [make_order((product, 1)) for _ in range(2)]
-    make_payment(in_step[0], "authorized")
-    make_payment(in_step[1], "pending")
+    PaymentFactory(order=in_step[0], status="authorized")
+    PaymentFactory(order=in_step[1], status="pending")
     for other in in_step:
         sync(other)
     assert orders_follow_payments_task.apply().get() == 0
 
-    make_payment(order, "pending")  # written straight to the database: no signal
+    PaymentFactory(order=order, status="pending")  # written straight to the database: no signal
 
     assert orders_follow_payments_task.apply().get() == 1
     assert Order.objects.get(pk=order.pk).status == OrderStatus.AWAITING_AUTHENTICATION
@@ -395,7 +395,7 @@ def test_the_sweep_counts_the_orders_it_syncs_and_leaves_in_step_ones_alone(
 def test_the_sweep_looks_only_at_payments_changed_in_the_last_six_hours(order: Order) -> None:
     """Given an order out of step with a payment last changed seven hours ago, when the sweep
     runs, then it leaves that order alone (it looks back six hours, not through every order)."""
-    payment = make_payment(order, "approved", captured_amount=order.total)
+    payment = PaymentFactory(order=order, charged=True)
     Payment.objects.filter(pk=payment.pk).update(updated_at=timezone.now() - timedelta(hours=7))
 
     assert orders_follow_payments_task.apply().get() == 0
@@ -409,7 +409,7 @@ def test_order_as_paid_now_shows_a_payable_order_what_its_payments_say(order: Or
     """Given a payable order whose payment was approved a moment ago (its sync not run yet),
     when it is read for the shopper, then it shows paid (no longer payable), and nothing is
     stored: the sync task does that."""
-    make_payment(order, "approved", captured_amount=order.total)
+    PaymentFactory(order=order, charged=True)
 
     shown = order_as_paid_now(Order.objects.get(pk=order.pk))
 
@@ -442,7 +442,7 @@ def test_confirmation_sent_once_when_paid(
 ) -> None:
     """Paying the order emails the customer once (by a task queued on commit), even if the
     order is synced again."""
-    make_payment(order, "approved", captured_amount=order.total)
+    PaymentFactory(order=order, charged=True)
     with django_capture_on_commit_callbacks(execute=True):
         sync(order)
     with django_capture_on_commit_callbacks(execute=True):
@@ -471,7 +471,7 @@ def test_confirmation_sent_once_when_authorized_then_captured(
 ) -> None:
     """An authorized order gets the "amount held" mail once; its capture later sends the
     "charged" mail, never a second "held" or a "paid" one."""
-    payment = make_payment(order, "authorized", capture_method="manual")
+    payment = PaymentFactory(order=order, held=True)
     PaymentEvent.objects.create(
         payment=payment, kind="created", old_status="creating", new_status="authorized"
     )
@@ -501,7 +501,7 @@ def test_no_confirmation_for_unpaid_orders(
     order: Order, django_capture_on_commit_callbacks: Any
 ) -> None:
     """Pending, failed and cancelled orders get no confirmation email."""
-    payment = make_payment(order, "pending")
+    payment = PaymentFactory(order=order, status="pending")
     with django_capture_on_commit_callbacks(execute=True):
         sync(order)
     Payment.objects.filter(pk=payment.pk).update(status="cancelled", status_code="CA-3DS01")
@@ -516,7 +516,7 @@ def test_confirmation_is_sent_after_commit(
     order: Order, django_capture_on_commit_callbacks: Any, run_queued: Any
 ) -> None:
     """The email's task is queued only once the transaction that paid the order commits."""
-    make_payment(order, "approved", captured_amount=order.total)
+    PaymentFactory(order=order, charged=True)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         sync(order)
     assert run_queued() == []
@@ -528,7 +528,7 @@ def test_confirmation_is_sent_after_commit(
 
 def test_order_mail_send_claims_once(order: Order, django_capture_on_commit_callbacks: Any) -> None:
     """order_mail_send sends the first time and refuses every time after."""
-    make_payment(order, "approved", captured_amount=order.total)
+    PaymentFactory(order=order, charged=True)
     with django_capture_on_commit_callbacks(execute=False):
         sync(order)
     [paid] = paid_mails(order)
@@ -542,7 +542,7 @@ def test_confirmation_in_the_orders_language(
 ) -> None:
     """An order placed in English gets its mails in English (the source language)."""
     order = make_order((product, 1), language="en")
-    make_payment(order, "authorized", capture_method="manual")
+    PaymentFactory(order=order, held=True)
     with django_capture_on_commit_callbacks(execute=False):
         sync(order)
     [held] = OrderMail.objects.filter(order=order, kind=OrderMailKind.HELD)

@@ -26,8 +26,8 @@ from checkout.services.reservations import order_expire, reservations_expire
 from checkout.tasks import reservations_expire_task
 from payments.models import PaymentStatus
 from payments.services import payment_refresh
-from tests.checkout.support import make_payment, open_challenge
-from tests.factories import ProductFactory
+from tests.checkout.support import open_challenge
+from tests.factories import PaymentFactory, ProductFactory
 from tests.html_tree import html
 from tests.shop import CUSTOMER, own, place_order, shopper
 from tests.support import Api, refuse_provider_calls
@@ -108,7 +108,7 @@ def test_the_beat_task_expires_what_no_page_read(last_mug: Product) -> None:
     recent = place_order(recent_client, (vase, 1))
     Order.objects.filter(pk=recent.pk).update(reserved_until=timezone.now() + timedelta(hours=1))
     paid = place_order(shopper(), (vase, 2))
-    make_payment(paid, PaymentStatus.APPROVED)
+    PaymentFactory(order=paid, status=PaymentStatus.APPROVED)
 
     with _later(31):
         assert reservations_expire_task.apply().get() == 1
@@ -130,7 +130,7 @@ def test_an_order_whose_payment_went_through_or_may_have_is_not_expired(
     leaves the order payable, and it expires: if that payment went through after all, the late
     payment's path takes over."""
     order = place_order(shopper(), (last_mug, 1))
-    make_payment(order, status)
+    PaymentFactory(order=order, status=status)
     with _later(31):
         expired = order_expire(order_id=order.pk)
     assert expired is (status == PaymentStatus.UNKNOWN)
@@ -353,7 +353,7 @@ def test_an_order_the_shop_closed_does_not_become_payable_again(
     from checkout.services.orders import orders_out_of_step
 
     order = place_order(shopper(), (last_mug, 1))
-    make_payment(order, PaymentStatus.REJECTED)
+    PaymentFactory(order=order, status=PaymentStatus.REJECTED)
     Order.objects.filter(pk=order.pk).update(status=closed)
     order_sync_status(order_id=order.pk)
     assert Order.objects.get(pk=order.pk).status == closed

@@ -38,7 +38,7 @@ from payments.models import (
     Subscription,
 )
 from payments.services import payment_refund, subscription_sync
-from tests.payments.factories import create_payment
+from tests.factories import PaymentFactory
 from tests.support import Api
 
 pytestmark = pytest.mark.django_db
@@ -215,13 +215,13 @@ def amount_error(response: Any) -> tuple[str, str]:
 
 
 def authorized(provider: Api, amount: str = "250.00") -> Payment:
-    payment = create_payment(provider, capture_method="manual", amount=amount)
+    payment = PaymentFactory(provider=provider, capture_method="manual", amount=amount)
     assert payment.status == PaymentStatus.AUTHORIZED
     return payment
 
 
 def approved(provider: Api, amount: str = "250.00") -> Payment:
-    payment = create_payment(provider, capture_method="automatic", amount=amount)
+    payment = PaymentFactory(provider=provider, capture_method="automatic", amount=amount)
     assert payment.status == PaymentStatus.APPROVED
     return payment
 

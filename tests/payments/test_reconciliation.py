@@ -25,8 +25,7 @@ from payments.reconciliation import (
     payments_reconcile,
 )
 from payments.services import payment_cancel
-from tests.factories import ProductFactory
-from tests.payments.factories import create_payment, order_reference
+from tests.factories import PaymentFactory, ProductFactory, order_reference
 from tests.shop import make_order
 from tests.support import DECLINED, THREE_DS, Api
 
@@ -100,7 +99,7 @@ def attempt_in_flight(status: str, minutes_ago: int) -> Payment:
 def test_sync_applies_a_change_made_at_the_provider(provider: Api) -> None:
     """A payment we hold that moved at the provider is UPDATED to match."""
     # Given an authorization captured at the provider
-    payment = create_payment(provider, capture_method="manual")
+    payment = PaymentFactory(provider=provider, capture_method="manual")
     capture_at_provider(provider, payment)
 
     # When it is synced by its provider id
@@ -118,7 +117,7 @@ def test_sync_applies_a_change_made_at_the_provider(provider: Api) -> None:
 def test_sync_of_a_payment_already_up_to_date_changes_nothing(provider: Api) -> None:
     """A payment we hold that did not move is UNCHANGED, with no new ledger entry."""
     # Given a charge the shop already holds as the provider does
-    payment = create_payment(provider)
+    payment = PaymentFactory(provider=provider)
     entries = payment.events.count()
 
     # When it is synced
@@ -198,8 +197,8 @@ def test_a_stale_pending_payment_whose_challenge_passed_is_approved(
     """A 3-D Secure payment pending for over 10 minutes whose challenge was passed (and whose
     notification never came) is read and approved; a young pending one is left to its page."""
     # Given two challenges passed at the provider: one started 15 minutes ago, one just now
-    stale = create_payment(provider, number=THREE_DS)
-    young = create_payment(provider, number=THREE_DS)
+    stale = PaymentFactory(provider=provider, number=THREE_DS)
+    young = PaymentFactory(provider=provider, number=THREE_DS)
     assert stale.status == young.status == PaymentStatus.PENDING
     pass_challenge(provider, stale)
     pass_challenge(provider, young)
@@ -230,8 +229,8 @@ def test_authorizations_are_read_when_not_read_for_six_hours(
     """An authorization not read for over 6 hours is read again (and picks up a capture made at
     the provider); one read an hour ago is not."""
     # Given two authorizations captured at the provider, read 7 hours and 1 hour ago
-    stale = create_payment(provider, capture_method="manual")
-    recent = create_payment(provider, capture_method="manual")
+    stale = PaymentFactory(provider=provider, capture_method="manual")
+    recent = PaymentFactory(provider=provider, capture_method="manual")
     capture_at_provider(provider, stale)
     capture_at_provider(provider, recent)
     age(stale, last_synced_at=timezone.now() - timedelta(hours=7))
@@ -253,9 +252,9 @@ def test_settled_payments_are_never_read(provider: Api, provider_gets: list[str]
     """Rejected and cancelled payments, however old, and approved ones older than a month, are
     not read by the schedule."""
     # Given settled payments from two days ago, and an approval from 31 days ago
-    rejected = create_payment(provider, number=DECLINED)
-    cancelled = payment_cancel(payment=create_payment(provider, capture_method="manual"))
-    approved = create_payment(provider)
+    rejected = PaymentFactory(provider=provider, number=DECLINED)
+    cancelled = payment_cancel(payment=PaymentFactory(provider=provider, capture_method="manual"))
+    approved = PaymentFactory(provider=provider)
     assert [rejected.status, cancelled.status, approved.status] == [
         PaymentStatus.REJECTED,
         PaymentStatus.CANCELLED,
@@ -279,7 +278,7 @@ def test_reconciliation_stops_at_the_first_sign_the_provider_is_down(
     """With the provider answering 503, reconciliation reads one payment, stops, and leaves the
     others for the next run instead of hammering the provider."""
     # Given three stale authorizations and a provider failing every read
-    stale = [create_payment(provider, capture_method="manual") for _ in range(3)]
+    stale = [PaymentFactory(provider=provider, capture_method="manual") for _ in range(3)]
     Payment.objects.update(last_synced_at=timezone.now() - timedelta(hours=7))
     fault = provider.post(
         "/_sandbox/faults", {"path": "/payments", "method": "GET", "status": 503, "times": 50}
@@ -331,8 +330,8 @@ def test_staff_are_warned_once_about_an_authorization_about_to_expire(
     # Given an authorization 28 days old and one just made
     settings.MANAGERS = [("Ops", "ops@example.com")]
     now = timezone.now()
-    expiring = create_payment(provider, capture_method="manual")
-    fresh = create_payment(provider, capture_method="manual")
+    expiring = PaymentFactory(provider=provider, capture_method="manual")
+    fresh = PaymentFactory(provider=provider, capture_method="manual")
     age(
         expiring,
         authorized_at=now - timedelta(days=28),
@@ -374,7 +373,9 @@ def test_an_expired_authorization_is_refreshed_to_cancelled_and_the_order_follow
     becomes cancelled with CA-EXP01, and its order is cancelled."""
     # Given an authorized order, 31 days later at the provider, already warned about
     order = order_for(status=OrderStatus.AUTHORIZED)
-    payment = create_payment(provider, capture_method="manual", reference=order.reference)
+    payment = PaymentFactory(
+        provider=provider, capture_method="manual", external_reference=order.reference
+    )
     clock = provider.post("/_sandbox/clock", {"advance_days": 31})
     assert clock.status_code == 200, clock.text
     now = timezone.now()
@@ -409,7 +410,7 @@ def test_a_refund_whose_notification_was_lost_is_found_by_the_schedule(
     """An approval refunded at the provider without a word reaching the shop (its notification
     lost) is read again once it has not been read for six hours, and shows the refund."""
     # Given an approval, refunded in part at the provider behind the shop's back
-    payment = create_payment(provider, amount="300.00")
+    payment = PaymentFactory(provider=provider, amount="300.00")
     refunded = provider.post("/refunds", {"payment_id": payment.provider_id, "amount": 100})
     assert refunded.status_code in (200, 201), refunded.text
     Payment.objects.filter(pk=payment.pk).update(last_synced_at=timezone.now() - timedelta(hours=5))
@@ -441,7 +442,7 @@ def test_creates_whose_answer_was_lost_are_sent_again_by_the_schedule(provider: 
     assert failing.status_code == 201, failing.text
     for _ in range(2):
         with pytest.raises(PaymentOutcomeUnknown):
-            create_payment(provider)
+            PaymentFactory(provider=provider)
     assert Payment.objects.filter(status=PaymentStatus.UNKNOWN).count() == 2
 
     # When the schedule runs while the provider still fails: the first is tried, not the second

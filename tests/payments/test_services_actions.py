@@ -27,7 +27,7 @@ from payments.services import (
     subscription_cancel,
     subscription_sync,
 )
-from tests.payments.factories import create_payment
+from tests.factories import PaymentFactory
 from tests.support import DECLINED, THREE_DS, VISA, Api
 
 pytestmark = pytest.mark.django_db
@@ -65,13 +65,13 @@ def kinds(payment: Payment) -> list[str]:
 
 
 def authorized(provider: Api, amount: str = "250.00") -> Payment:
-    payment = create_payment(provider, capture_method="manual", amount=amount)
+    payment = PaymentFactory(provider=provider, capture_method="manual", amount=amount)
     assert payment.status == PaymentStatus.AUTHORIZED
     return payment
 
 
 def approved(provider: Api, amount: str = "250.00") -> Payment:
-    payment = create_payment(provider, amount=amount)
+    payment = PaymentFactory(provider=provider, amount=amount)
     assert payment.status == PaymentStatus.APPROVED
     return payment
 
@@ -154,7 +154,7 @@ def test_capture_or_cancel_needs_an_authorization(
 ) -> None:
     """Capture and cancel are refused on a payment that is not authorized."""
     # Given a payment that is approved, pending or rejected
-    payment = create_payment(provider, number=number, capture_method=capture_method)
+    payment = PaymentFactory(provider=provider, number=number, capture_method=capture_method)
     assert payment.status == status
     patches = probe(provider, "/payments", "PATCH")
 
@@ -292,7 +292,7 @@ def test_refund_never_above_what_is_left(provider: Api, staff: Any, amount: Any)
 def test_refund_needs_a_charge(provider: Api, staff: Any, number: str) -> None:
     """An authorization (or a rejected payment) cannot be refunded."""
     # Given an authorized or rejected payment
-    payment = create_payment(provider, number=number, capture_method="manual")
+    payment = PaymentFactory(provider=provider, number=number, capture_method="manual")
     refunds = probe(provider, "/refunds", "POST")
 
     # When staff refund it; then it is refused without a provider call

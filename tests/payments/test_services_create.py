@@ -30,7 +30,7 @@ from payments.sealed import unseal
 from payments.services import payment_capture, payment_create, payment_refresh
 from payments.statuses import UnknownProviderStatus, local_status
 from payments.types import ProviderPayment
-from tests.payments.factories import create_payment, order_reference
+from tests.factories import PaymentFactory, order_reference
 from tests.support import (
     AMEX,
     DECLINED,
@@ -92,7 +92,7 @@ def kinds(payment: Payment) -> list[str]:
 def test_automatic_capture_with_a_good_card_is_approved(provider: Api) -> None:
     """A good card with automatic capture gives an approved payment charged in full."""
     # Given a visa card token; when the order is paid
-    payment = create_payment(provider, amount="250.00")
+    payment = PaymentFactory(provider=provider, amount="250.00")
 
     # Then the payment is approved, charged in full, and recorded once in the ledger
     assert payment.status == PaymentStatus.APPROVED
@@ -111,7 +111,7 @@ def test_manual_capture_is_authorized_for_thirty_days(provider: Api) -> None:
     """Manual capture gives an authorization stamped now that expires 30 days later."""
     # Given a good card; when the order is paid with manual capture
     before = timezone.now()
-    payment = create_payment(provider, capture_method="manual", amount="1000.00")
+    payment = PaymentFactory(provider=provider, capture_method="manual", amount="1000.00")
     after = timezone.now()
 
     # Then it is authorized (AU-CAP01), nothing captured, with its expiry 30 days ahead
@@ -126,7 +126,7 @@ def test_manual_capture_is_authorized_for_thirty_days(provider: Api) -> None:
 def test_three_ds_card_is_pending_with_the_challenge_url(provider: Api) -> None:
     """A card that needs 3-D Secure leaves the payment pending with the challenge address."""
     # Given the 3-D Secure test card; when the order is paid
-    payment = create_payment(provider, number=THREE_DS)
+    payment = PaymentFactory(provider=provider, number=THREE_DS)
 
     # Then the payment is pending (PE-3DS01) and keeps the sandbox's challenge URL
     assert payment.status == PaymentStatus.PENDING
@@ -142,7 +142,7 @@ def test_three_ds_card_is_pending_with_the_challenge_url(provider: Api) -> None:
 def test_declined_card_is_rejected_with_its_detail(provider: Api, number: str, code: str) -> None:
     """A declined card gives a rejected payment whose status_code says why."""
     # Given a card the issuer declines; when the order is paid
-    payment = create_payment(provider, number=number)
+    payment = PaymentFactory(provider=provider, number=number)
 
     # Then the payment is rejected with the decline detail, nothing captured
     assert payment.status == PaymentStatus.REJECTED
@@ -160,7 +160,7 @@ def test_only_brand_and_last_digits_are_kept(
 ) -> None:
     """The card brand and last four digits are stored; the full number is stored nowhere."""
     # Given a card of each brand; when the order is paid
-    payment = create_payment(provider, number=number)
+    payment = PaymentFactory(provider=provider, number=number)
 
     # Then brand and last digits are kept
     assert payment.card_brand == brand
@@ -427,7 +427,7 @@ def test_authorized_as_approved_quirk_reads_as_authorized(provider: Api, admin_u
     assert provider.post("/_sandbox/quirks", {"authorized_as_approved": True}).status_code == 200
 
     # When an order is paid with manual capture
-    payment = create_payment(provider, capture_method="manual", amount="400.00")
+    payment = PaymentFactory(provider=provider, capture_method="manual", amount="400.00")
 
     # Then the detail code decides: it is authorized, with an expiry
     assert provider.payment(payment.provider_id)["status"] == "approved"
@@ -448,7 +448,7 @@ def test_authorized_as_approved_quirk_reads_as_authorized(provider: Api, admin_u
 def test_three_ds_payment_reads_pending_whatever_the_message_case(provider: Api) -> None:
     """The sandbox varies PE-3DS01's message case; every answer reads as pending."""
     # Given a pending 3-D Secure payment
-    payment = create_payment(provider, number=THREE_DS)
+    payment = PaymentFactory(provider=provider, number=THREE_DS)
 
     # When its answers (whose message case varies with the version) are read
     remote = provider.payment(payment.provider_id)

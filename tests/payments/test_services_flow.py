@@ -8,7 +8,7 @@ import pytest
 
 from payments.models import PaymentEventKind, PaymentStatus
 from payments.services import payment_capture, payment_refresh, payment_refund
-from tests.payments.factories import create_payment
+from tests.factories import PaymentFactory
 from tests.support import Api
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 def test_authorize_capture_partially_then_refund(provider: Api, admin_user) -> None:
     """Manual capture: authorized, captured in part, refunded in part; the ledger tells it all."""
-    payment = create_payment(provider, capture_method="manual", amount="1000.00")
+    payment = PaymentFactory(provider=provider, capture_method="manual", amount="1000.00")
     assert payment.status == PaymentStatus.AUTHORIZED
     assert payment.authorization_expires_at is not None
 

@@ -16,7 +16,7 @@ from django.db import connection
 from payments.errors import InvalidAmount, PaymentInProgress, PaymentNotAllowed
 from payments.models import Payment, PaymentEventKind, PaymentStatus, Refund
 from payments.services import payment_cancel, payment_capture, payment_create, payment_refund
-from tests.payments.factories import create_payment, order_reference
+from tests.factories import PaymentFactory, order_reference
 from tests.support import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -68,7 +68,7 @@ def split(results: list[Any]) -> tuple[list[Any], list[BaseException]]:
 def test_two_captures_at_once_make_one_provider_call(provider: Api, admin_user) -> None:
     """Two simultaneous captures of one authorization make one PATCH; the other is refused."""
     # Given an authorization and a provider that takes 300 ms to answer a PATCH
-    payment = create_payment(provider, capture_method="manual")
+    payment = PaymentFactory(provider=provider, capture_method="manual")
     patches = add_fault(provider, path="/payments", method="PATCH", latency_ms=300)
 
     # When two staff members capture it at the same moment
@@ -94,7 +94,7 @@ def test_two_captures_at_once_make_one_provider_call(provider: Api, admin_user) 
 def test_capture_and_cancel_at_once_make_one_provider_call(provider: Api, admin_user) -> None:
     """A capture and a cancel of one authorization at once: one PATCH, and the states agree."""
     # Given an authorization and a provider that takes 300 ms to answer a PATCH
-    payment = create_payment(provider, capture_method="manual")
+    payment = PaymentFactory(provider=provider, capture_method="manual")
     patches = add_fault(provider, path="/payments", method="PATCH", latency_ms=300)
 
     # When one staff member captures it while another cancels it
@@ -119,7 +119,7 @@ def test_capture_and_cancel_at_once_make_one_provider_call(provider: Api, admin_
 def test_two_refunds_at_once_make_one_provider_call(provider: Api, admin_user) -> None:
     """Two simultaneous refunds that together exceed the charge make one provider refund."""
     # Given a charge of 250.00 and a provider that takes 300 ms to answer a refund
-    payment = create_payment(provider)
+    payment = PaymentFactory(provider=provider)
     refunds = add_fault(provider, path="/refunds", method="POST", latency_ms=300)
 
     # When two staff members refund 150.00 each at the same moment

@@ -19,7 +19,7 @@ from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStat
 from payments.services import IllegalTransition, payment_apply, payment_refresh
 from payments.signals import payment_status_changed
 from payments.types import ProviderPayment
-from tests.payments.factories import create_payment, order_reference
+from tests.factories import PaymentFactory, order_reference
 from tests.support import THREE_DS, Api
 
 pytestmark = pytest.mark.django_db
@@ -56,7 +56,7 @@ def status_changes() -> Iterator[list[dict[str, Any]]]:
 def test_refresh_picks_up_a_partial_refund_made_elsewhere(provider: Api, admin_user) -> None:
     """A refund made at the provider shows up on refresh as a SYNCED entry with the actor."""
     # Given a charge of 250.00 refunded in part at the provider directly
-    payment = create_payment(provider)
+    payment = PaymentFactory(provider=provider)
     response = provider.post(
         "/refunds", {"payment_id": payment.provider_id, "amount": Decimal("100.00")}
     )
@@ -82,7 +82,7 @@ def test_refresh_picks_up_a_partial_refund_made_elsewhere(provider: Api, admin_u
 def test_refresh_picks_up_a_void_made_elsewhere(provider: Api) -> None:
     """A full refund made at the provider on the day of approval refreshes to cancelled."""
     # Given a charge voided at the provider directly
-    payment = create_payment(provider)
+    payment = PaymentFactory(provider=provider)
     assert provider.post("/refunds", {"payment_id": payment.provider_id}).status_code == 201
 
     # When it is refreshed
@@ -97,7 +97,7 @@ def test_refresh_picks_up_a_void_made_elsewhere(provider: Api) -> None:
 def test_refresh_after_thirty_days_shows_the_authorization_expired(provider: Api) -> None:
     """An authorization not captured in 30 days refreshes to cancelled CA-EXP01."""
     # Given an authorization and a provider clock 30 days later
-    payment = create_payment(provider, capture_method="manual")
+    payment = PaymentFactory(provider=provider, capture_method="manual")
     clock = provider.post("/_sandbox/clock", {"advance_days": 30})
     assert clock.status_code == 200, clock.text
 
@@ -118,7 +118,7 @@ def test_refresh_after_thirty_days_shows_the_authorization_expired(provider: Api
 def test_refresh_after_three_ds_passes_is_approved(provider: Api) -> None:
     """Once the shopper passes 3-D Secure, a refresh shows the charge approved."""
     # Given a pending 3-D Secure payment whose challenge the shopper passes
-    payment = create_payment(provider, number=THREE_DS)
+    payment = PaymentFactory(provider=provider, number=THREE_DS)
     response = provider.session.post(
         payment.three_ds_url, data={"action": "submit", "code": "123456"}, timeout=30
     )
@@ -136,7 +136,7 @@ def test_refresh_after_three_ds_passes_is_approved(provider: Api) -> None:
 def test_refresh_without_changes_records_nothing(provider: Api) -> None:
     """Refreshing a payment that did not change adds no ledger entry."""
     # Given an approved payment; when it is refreshed twice
-    payment = create_payment(provider)
+    payment = PaymentFactory(provider=provider)
     payment_refresh(payment=payment)
     payment = payment_refresh(payment=payment)
 
@@ -149,7 +149,7 @@ def test_refresh_of_a_payment_without_provider_id_is_refused(provider: Api) -> N
     """A payment the provider never confirmed cannot be refreshed by id."""
     # Given a refused attempt (no provider id)
     with pytest.raises(PaymentRefused):
-        create_payment(provider, amount="5.00")
+        PaymentFactory(provider=provider, amount="5.00")
     payment = Payment.objects.get()
 
     # When it is refreshed; then it is refused
@@ -160,7 +160,7 @@ def test_refresh_of_a_payment_without_provider_id_is_refused(provider: Api) -> N
 def test_refresh_while_the_provider_is_down_changes_nothing(provider: Api) -> None:
     """When the provider is unreachable, refresh raises ProviderDown and nothing changes."""
     # Given an authorization and a provider failing every GET with 503
-    payment = create_payment(provider, capture_method="manual")
+    payment = PaymentFactory(provider=provider, capture_method="manual")
     response = provider.post(
         "/_sandbox/faults", {"path": "/payments", "method": "GET", "status": 503, "times": 10}
     )
@@ -182,7 +182,7 @@ def test_status_signal_is_sent_once_per_change_after_commit(
 ) -> None:
     """payment_status_changed waits for the commit and is sent once per status change."""
     # Given an authorization
-    payment = create_payment(provider, capture_method="manual")
+    payment = PaymentFactory(provider=provider, capture_method="manual")
     provider.post("/_sandbox/clock", {"advance_days": 30})
 
     # When it is refreshed (it expired) and refreshed again, holding the commit callbacks
@@ -206,7 +206,7 @@ def test_a_partial_refund_signals_once_with_the_same_status(
     """A partial refund (amounts change, status does not) signals once, so the order can show
     it as partially refunded; a refresh that changes nothing signals nothing."""
     # Given a charge refunded in part at the provider
-    payment = create_payment(provider)
+    payment = PaymentFactory(provider=provider)
     response = provider.post(
         "/refunds", {"payment_id": payment.provider_id, "amount": Decimal("10.00")}
     )
@@ -229,7 +229,7 @@ def test_status_signal_sees_the_committed_state(
 ) -> None:
     """With real commits, each signal is sent outside any transaction with the new state stored."""
     # Given an authorization (creating -> authorized)
-    payment = create_payment(provider, capture_method="manual")
+    payment = PaymentFactory(provider=provider, capture_method="manual")
     provider.post("/_sandbox/clock", {"advance_days": 30})
 
     # When it expires and is refreshed twice

@@ -24,8 +24,7 @@ import webhooks.services
 from checkout.models import Order, OrderStatus
 from payments.client import PaymentsClient
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
-from tests.factories import ProductFactory
-from tests.payments.factories import create_payment
+from tests.factories import PaymentFactory, ProductFactory
 from tests.shop import make_order
 from tests.support import Api, clear_cache
 from tests.webhooks.support import take_queued
@@ -152,7 +151,9 @@ def test_notifications_of_a_known_payment_are_applied_once(
     attempt; the payment and its ledger move once; a second run finds nothing to do."""
     # Given an authorization captured at the provider, and its notifications stored
     order = order_for()
-    payment = create_payment(provider, capture_method="manual", reference=order.reference)
+    payment = PaymentFactory(
+        provider=provider, capture_method="manual", external_reference=order.reference
+    )
     assert payment.status == PaymentStatus.AUTHORIZED
     capture_at_provider(provider, payment)
     pks = notify(payment.provider_id, "INSERT") + notify(payment.provider_id, "UPDATE", count=2)
@@ -204,7 +205,7 @@ def test_a_burst_for_one_payment_is_one_provider_read_and_a_later_one_is_another
     """Ten rows for one payment cost one provider read; a row stored after that read began is
     not lost: the next run reads the payment again and applies what changed since."""
     # Given a charge and ten notifications for it, and the task's queued marker
-    payment = create_payment(provider)
+    payment = PaymentFactory(provider=provider)
     burst = notify(payment.provider_id, count=10)
     assert enqueue_processing(payment.provider_id)
     assert take_queued(celery_app) == [(PROCESS_TASK, [payment.provider_id])]
@@ -245,7 +246,7 @@ def test_claims_survive_a_crash_and_belong_to_their_task(
     """Rows a task claimed before its worker died are taken again by that task's redelivery
     (same task id), never by another task; another task's rows are left alone."""
     # Given rows claimed by task X and by task Z (both crashed), and one row still waiting
-    payment = create_payment(provider)
+    payment = PaymentFactory(provider=provider)
     claimed_at = timezone.now() - timedelta(minutes=2)
     of_x = notify(
         payment.provider_id,
@@ -483,7 +484,7 @@ def test_lookups_of_unknown_ids_are_bounded_per_minute_and_the_rest_wait(
     assert DEFERRED.startswith("Deferred")
 
     # When a payment the shop knows is notified while the budget is spent
-    known = create_payment(provider)
+    known = PaymentFactory(provider=provider)
     known_rows = notify(known.provider_id)
     outcome = webhook_process(payment_id=known.provider_id, task_id="known")
 
@@ -523,7 +524,7 @@ def test_while_the_provider_is_down_rows_stay_with_their_task_until_it_answers(
     not a refusal), makes processing raise RetryLater: the rows stay claimed by the task with the
     error and the attempt counted; once it is back, the same task finishes them."""
     # Given a payment with two notifications, and the provider failing every read
-    payment = create_payment(provider)
+    payment = PaymentFactory(provider=provider)
     pks = notify(payment.provider_id, count=2)
     provider_down(provider, status)
 
@@ -561,7 +562,7 @@ def test_rows_given_up_on_are_failed_and_staff_can_retry_them(
     """When retries run out the task's rows are marked failed with the reason; staff's retry
     brings them back to received and queues them; they are then processed."""
     # Given rows claimed by a task that could not reach the provider
-    payment = create_payment(provider)
+    payment = PaymentFactory(provider=provider)
     pks = notify(payment.provider_id, count=2)
     other_task = notify(
         payment.provider_id,
@@ -616,7 +617,7 @@ def test_staff_retry_of_an_unmatched_id_looks_it_up_again_and_replay_takes_proce
     webhook_process(payment_id=unknown, task_id="t-1")
     unmatched += notify(unknown)
     webhook_process(payment_id=unknown, task_id="t-2")
-    payment = create_payment(provider)
+    payment = PaymentFactory(provider=provider)
     processed = notify(payment.provider_id)
     webhook_process(payment_id=payment.provider_id, task_id="t-3")
     assert len(provider_gets) == 2

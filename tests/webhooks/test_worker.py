@@ -37,8 +37,7 @@ from hypothesis import strategies as st
 from checkout.models import Order, OrderMail, OrderMailKind, OrderStatus
 from checkout.services import derive_order_status, order_payments
 from payments.models import Payment, PaymentEvent, PaymentStatus
-from tests.factories import ProductFactory
-from tests.payments.factories import create_payment
+from tests.factories import PaymentFactory, ProductFactory
 from tests.shop import make_order
 from tests.support import (
     DECLINED,
@@ -159,8 +158,11 @@ def order_paying(
 ) -> tuple[Order, Payment]:
     """An order and its payment, made through the shop's payment service."""
     order = new_order()
-    payment = create_payment(
-        api, number=number, capture_method=capture_method, reference=order.reference
+    payment = PaymentFactory(
+        provider=api,
+        number=number,
+        capture_method=capture_method,
+        external_reference=order.reference,
     )
     assert payment.provider_id
     return order, payment
@@ -375,8 +377,11 @@ def play(api: Api, scenario: Scenario) -> tuple[Order, list[tuple[str, str]]]:
             )
             payment_ids.append(remote["id"])
         else:
-            payment = create_payment(
-                api, number=number, capture_method=capture_method, reference=order.reference
+            payment = PaymentFactory(
+                provider=api,
+                number=number,
+                capture_method=capture_method,
+                external_reference=order.reference,
             )
             payment_ids.append(payment.provider_id)
     notifications = [(payment_id, "INSERT") for payment_id in payment_ids]
