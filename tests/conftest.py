@@ -1,4 +1,5 @@
-"""Fixtures shared by every test folder: one live provider sandbox per test session."""
+"""Fixtures shared by every test folder: one live provider sandbox per test session, the shop
+configured to use it, a Celery worker, and what several folders' tests ask of the shop."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tests.support import (
     SandboxProcess,
     clear_cache,
     drop_sandbox_database,
+    refuse_provider_calls,
     run_sandbox,
     sandbox_database_url,
 )
@@ -72,6 +74,44 @@ def provider(api: Api, settings: pytest.FixtureRequest) -> Api:
     settings.PAYMENTS_AUTH_SCHEME = "Basic"
     settings.PAYMENTS_READ_TIMEOUT = 5
     return api
+
+
+@pytest.fixture
+def provider_gets(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of every payment read from the provider (the real call is made)."""
+    from payments.client import PaymentsClient
+
+    calls: list[str] = []
+    original = PaymentsClient.get_payment
+
+    def counting(self: PaymentsClient, payment_id: str) -> Any:
+        calls.append(payment_id)
+        return original(self, payment_id)
+
+    monkeypatch.setattr(PaymentsClient, "get_payment", counting)
+    return calls
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every request the shop tries to send to the provider; none gets out (provider down)."""
+    return refuse_provider_calls(monkeypatch)
+
+
+@pytest.fixture
+def fresh_cache() -> Iterator[None]:
+    """The test starts and ends with an empty cache: no rate-limit count, marker or catalogue
+    carried between tests."""
+    clear_cache()
+    yield
+    clear_cache()
+
+
+@pytest.fixture
+def in_english(settings: Any) -> None:
+    """The staff's English texts, for tests that read them (the Spanish admin is checked on
+    its own)."""
+    settings.LANGUAGE_CODE = "en"
 
 
 @pytest.fixture(scope="session")

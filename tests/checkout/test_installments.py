@@ -198,11 +198,6 @@ def rebozo(make_product: Any) -> Product:
 
 
 @pytest.fixture
-def browser() -> Client:
-    return shopper()
-
-
-@pytest.fixture
 def order(browser: Client, rebozo: Product) -> Order:
     return place_order(browser, (rebozo, 1))
 

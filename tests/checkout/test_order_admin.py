@@ -22,35 +22,12 @@ from checkout.models import Fulfilment, Order, OrderEvent, OrderStatus, Product
 from payments.models import Payment
 from tests.checkout.support import remote_of, stock
 from tests.shop import paid_order
-from tests.support import Api, free_port
+from tests.support import Api
 
-pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
-
-
-@pytest.fixture(autouse=True)
-def _in_english(settings: Any) -> None:
-    """These tests read the staff's English texts (the Spanish admin is checked on its own)."""
-    settings.LANGUAGE_CODE = "en"
+pytestmark = [pytest.mark.django_db, pytest.mark.sandbox, pytest.mark.usefixtures("in_english")]
 
 
 AMOUNT = re.compile(r"\$\d{1,3}(,\d{3})*\.\d{2}")
-
-
-@pytest.fixture
-def shop(provider: Api, settings: Any) -> Api:
-    settings.SHOP_BASE_URL = f"http://127.0.0.1:{free_port()}"
-    settings.PAYMENTS_CAPTURE_METHOD = "manual"
-    return provider
-
-
-@pytest.fixture
-def blusa(make_product: Any) -> Product:
-    return make_product("blusa", price="1290.00", stock=5, name="Blusa bordada")
-
-
-@pytest.fixture
-def taza(make_product: Any) -> Product:
-    return make_product("taza", price="289.00", stock=10, name="Taza de talavera")
 
 
 def staff(username: str, *permissions: str) -> Client:

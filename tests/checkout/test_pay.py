@@ -35,13 +35,9 @@ def shop(provider: Api, settings: Any) -> Api:
 
 
 @pytest.fixture
-def product(make_product) -> Product:
-    return make_product("taza", price="289.00", stock=10, name="Taza de talavera")
-
-
-@pytest.fixture
-def browser() -> Client:
-    return shopper()
+def product(taza: Product) -> Product:
+    """The product these tests buy: the taza."""
+    return taza
 
 
 @pytest.fixture

@@ -18,11 +18,6 @@ from tests.support import PUBLIC_KEY, Api, free_port
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
 
-@pytest.fixture
-def browser() -> Client:
-    return shopper()
-
-
 def pay_page(client: Client, order: Order) -> Any:
     return client.get(reverse("checkout:pay", args=[order.reference]))
 

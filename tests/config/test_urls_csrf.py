@@ -45,10 +45,9 @@ from payments.models import (
 )
 from tests.factories import ProductFactory
 from tests.shop import CUSTOMER, make_order, own
-from tests.support import clear_cache, refuse_provider_calls
 from webhooks.models import WebhookEvent, WebhookState
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
 PASSWORD = "a-long-test-password"
 NEW_PASSWORD = "another-long-password-2026"
@@ -140,20 +139,6 @@ class World:
 
     def cart(self) -> dict[str, int]:
         return dict(self.client("shop").session.get("cart") or {})
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> Iterator[None]:
-    """No rate-limit count (payment attempts, admin logins) carried between tests."""
-    clear_cache()
-    yield
-    clear_cache()
-
-
-@pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """Every request the shop tries to send to the provider; none gets out (provider down)."""
-    return refuse_provider_calls(monkeypatch)
 
 
 @pytest.fixture

@@ -41,13 +41,7 @@ from payments.services import payment_refund, subscription_sync
 from tests.factories import PaymentFactory
 from tests.support import Api
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _in_english(settings: Any) -> None:
-    """These tests read the staff's English texts (the Spanish admin is checked on its own)."""
-    settings.LANGUAGE_CODE = "en"
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 
 
 # sandbox/provider/subscriptions.py SEED_SUBSCRIPTIONS

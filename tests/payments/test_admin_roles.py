@@ -55,21 +55,13 @@ def clients(admin_client: Client, django_user_model: Any) -> dict[str, Client]:
     return {"admin": admin_client, "consulta": consulta, "clerk": clerk}
 
 
-@pytest.fixture
-def no_provider(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every call the shop tries to make to the provider (none gets out)."""
-    from tests.support import refuse_provider_calls
-
-    return refuse_provider_calls(monkeypatch)
-
-
 @pytest.mark.parametrize("action", sorted(ACTIONS))
 @pytest.mark.parametrize("method", ["get", "post"])
 @pytest.mark.parametrize("who", ["consulta", "clerk"])
 def test_view_only_and_order_staff_are_refused_readably(
     clients: dict[str, Client],
     payment: Payment,
-    no_provider: list[Any],
+    calls: list[Any],
     who: str,
     method: str,
     action: str,
@@ -80,20 +72,20 @@ def test_view_only_and_order_staff_are_refused_readably(
     page = response.content.decode()
     assert 'id="forbidden-reason"' in page
     assert "permiso" in page  # the reason, in the staff member's language
-    assert no_provider == []
+    assert calls == []
     payment.refresh_from_db()
     assert payment.status == PaymentStatus.AUTHORIZED
 
 
 @pytest.mark.parametrize("action", sorted(ACTIONS))
 def test_admin_gets_each_confirmation_page(
-    clients: dict[str, Client], payment: Payment, no_provider: list[Any], action: str
+    clients: dict[str, Client], payment: Payment, calls: list[Any], action: str
 ) -> None:
     """Every action asks first: its address answers admin's GET with its page, doing nothing."""
     response = clients["admin"].get(ACTIONS[action](payment))
 
     assert response.status_code == 200
-    assert no_provider == []
+    assert calls == []
 
 
 def test_consulta_sees_every_list_and_no_action(

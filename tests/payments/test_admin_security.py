@@ -24,7 +24,7 @@ would have acted shows up as a call.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -47,10 +47,9 @@ from payments.models import (
     Refund,
     Subscription,
 )
-from tests.support import clear_cache, refuse_provider_calls
 from webhooks.models import WebhookEvent, WebhookState
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
 PASSWORD = "a-long-test-password"
 LOGIN = "/admin/login/"
@@ -84,14 +83,6 @@ PINNED = 1_900_000_000 - 1_900_000_000 % 86_400
 # --- Fixtures and helpers -----------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> Iterator[None]:
-    """Rate-limit counts start empty and leave nothing behind."""
-    clear_cache()
-    yield
-    clear_cache()
-
-
 class PinnedClock:
     """The rate limiter's clock (django_ratelimit reads `time.time()` for its windows)."""
 
@@ -102,12 +93,6 @@ class PinnedClock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(django_ratelimit.core, "time", PinnedClock())
-
-
-@pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """Every request the shop tries to send to the provider; none gets out (provider down)."""
-    return refuse_provider_calls(monkeypatch)
 
 
 @pytest.fixture

@@ -25,13 +25,7 @@ from tests.factories import ProductFactory
 from tests.shop import make_order
 from tests.support import Api
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _in_english(settings: Any) -> None:
-    """These tests read the staff's English texts (the Spanish admin is checked on its own)."""
-    settings.LANGUAGE_CODE = "en"
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 
 
 def _order() -> Order:

@@ -15,7 +15,6 @@ from django.core import mail
 from django.utils import timezone
 
 from checkout.models import Order, OrderStatus
-from payments.client import PaymentsClient
 from payments.errors import PaymentOutcomeUnknown, PaymentRefused
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
 from payments.reconciliation import (
@@ -32,20 +31,6 @@ from tests.support import DECLINED, THREE_DS, Api
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db]
 
 CaptureCallbacks = Callable[..., Any]
-
-
-@pytest.fixture
-def provider_gets(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The ids of every payment read from the provider (the real call is made)."""
-    calls: list[str] = []
-    original = PaymentsClient.get_payment
-
-    def counting(self: PaymentsClient, payment_id: str) -> Any:
-        calls.append(payment_id)
-        return original(self, payment_id)
-
-    monkeypatch.setattr(PaymentsClient, "get_payment", counting)
-    return calls
 
 
 def age(payment: Payment, **fields: Any) -> Payment:

@@ -30,13 +30,11 @@ from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.queue import PROCESS_TASK
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_broker")]
-
-
-@pytest.fixture(autouse=True)
-def _in_english(settings: Any) -> None:
-    """These tests read the staff's English texts (the Spanish admin is checked on its own)."""
-    settings.LANGUAGE_CODE = "en"
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.usefixtures("empty_broker"),
+    pytest.mark.usefixtures("in_english"),
+]
 
 
 CHANGELIST = "admin:webhooks_webhookevent_changelist"

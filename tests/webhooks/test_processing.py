@@ -22,7 +22,6 @@ from django.utils import timezone
 
 import webhooks.services
 from checkout.models import Order, OrderStatus
-from payments.client import PaymentsClient
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
 from tests.factories import PaymentFactory, ProductFactory
 from tests.shop import make_order
@@ -54,20 +53,6 @@ def empty_redis(celery_app: Any) -> Iterator[None]:
     yield
     take_queued(celery_app)
     clear_cache()
-
-
-@pytest.fixture
-def provider_gets(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The ids of every payment read from the provider (the real call is made)."""
-    calls: list[str] = []
-    original = PaymentsClient.get_payment
-
-    def counting(self: PaymentsClient, payment_id: str) -> Any:
-        calls.append(payment_id)
-        return original(self, payment_id)
-
-    monkeypatch.setattr(PaymentsClient, "get_payment", counting)
-    return calls
 
 
 def notify(payment_id: str, event_type: str = "UPDATE", count: int = 1, **fields: Any) -> list[int]:
