@@ -2,12 +2,14 @@
 on admin logins (config/urls.py: per client address and per username, 429 beyond).
 
 Already proven elsewhere, and not repeated here:
-- tests/payments/test_admin.py: capture/cancel/refund are 403 (GET and POST, no provider call)
-  for staff with view_payment but not the action's permission, and work with only that
-  permission; anonymous and non-staff users are sent to the login; capture_selected and
-  cancel_selected posted without their permission do nothing; the bulk actions offered follow
-  the permissions; subscription cancel needs cancel_subscription; subscription import needs
-  add_subscription; the `consulta` demo account cannot capture; CSRF on actions.
+- tests/payments/test_admin_permissions.py: capture/cancel/refund are 403 (GET and POST, no
+  provider call) for staff with view_payment but not the action's permission, and work with
+  only that permission; anonymous and non-staff users are sent to the login; the `consulta`
+  demo account cannot capture; CSRF on actions.
+- tests/payments/test_admin_bulk_actions.py: capture_selected and cancel_selected posted
+  without their permission do nothing; the bulk actions offered follow the permissions.
+- tests/payments/test_admin_subscriptions.py: subscription cancel needs cancel_subscription;
+  subscription import needs add_subscription.
 - tests/webhooks/test_admin.py: retry/replay are not offered to, and do nothing for, staff who
   may only view events; with only `process_webhookevent` (no view) the list and the actions
   are 403; actions never run by GET.
