@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import responses
 from django.contrib.auth.models import Permission
 
 
@@ -25,3 +26,10 @@ def make_staff(django_user_model: Any) -> Callable[..., Any]:
         return user
 
     return make
+
+
+@pytest.fixture
+def mocked() -> Iterator[responses.RequestsMock]:
+    """`responses` in place of the network: the client's requests meet the answers registered."""
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        yield rsps

@@ -1,0 +1,142 @@
+"""The client's retries against the live sandbox: reads are retried with backoff, and a write is
+sent again only with its own Idempotency-Key (a timeout or a 5xx means "outcome unknown")."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from payments.client import PaymentsClient, get_client
+from payments.errors import InvalidRequest, OutcomeUnknown, ProviderApiError, ProviderUnavailable
+from tests.payments.client_support import (
+    REQUEST_ID,
+    add_fault,
+    assert_provider_error,
+    fault,
+    key,
+    pay,
+    payment_body,
+    token_for,
+)
+from tests.support import Api, wait_until
+
+
+@pytest.mark.sandbox
+def test_get_retried_after_injected_503s(provider: Api) -> None:
+    """A GET that meets two 503s is retried and succeeds on the third call."""
+    client = get_client()
+    payment = pay(client)
+    failing = add_fault(provider, path="/payments", method="GET", status=503, times=2)
+    # Taken only once the 503 fault is used up: it counts the call that got through.
+    counter = add_fault(provider, path="/payments", method="GET", latency_ms=1)
+
+    read = client.get_payment(payment.id)
+
+    assert read.id == payment.id
+    # `hits` counts the calls a fault answered: 2 faulted + 1 passed through = 3 calls.
+    assert (fault(provider, failing)["hits"], fault(provider, failing)["remaining"]) == (2, 0)
+    assert fault(provider, counter)["hits"] == 1
+
+
+@pytest.mark.sandbox
+def test_get_always_503_raises_provider_unavailable(provider: Api) -> None:
+    """A GET that always meets 503 raises ProviderUnavailable after 1 + 3 attempts."""
+    client = get_client()
+    payment = pay(client)
+    failing = add_fault(provider, path="/payments", method="GET", status=503)
+
+    with pytest.raises(ProviderUnavailable) as caught:
+        client.get_payment(payment.id)
+
+    assert type(caught.value) is ProviderUnavailable
+    assert caught.value.http_status == 503
+    assert REQUEST_ID.match(caught.value.request_id)
+    assert fault(provider, failing)["hits"] == 4
+
+
+@pytest.mark.sandbox
+def test_same_idempotency_key_twice_creates_one_payment(provider: Api) -> None:
+    """The same Idempotency-Key sent twice returns the same payment; the sandbox holds one."""
+    client = get_client()
+    body = payment_body(token_for(client))
+    attempt = key()
+
+    first = client.create_payment(body=body, idempotency_key=attempt)
+    second = client.create_payment(body=body, idempotency_key=attempt)
+
+    assert second.id == first.id
+    assert [p["id"] for p in provider.payments()] == [first.id]
+
+
+@pytest.mark.sandbox
+def test_lost_post_answer_is_retried_with_same_key(provider: Api) -> None:
+    """A POST processed but answered 502 is retried with its key and returns that payment."""
+    client = get_client()
+    body = payment_body(token_for(client))
+    lost = add_fault(
+        provider, path="/payments", method="POST", status=502, times=1, after_processing=True
+    )
+
+    payment = client.create_payment(body=body, idempotency_key=key())
+
+    assert payment.status == "approved"
+    assert [p["id"] for p in provider.payments()] == [payment.id]
+    assert fault(provider, lost)["hits"] == 1
+
+
+@pytest.mark.sandbox
+def test_post_timing_out_every_attempt_raises_outcome_unknown(provider: Api, settings: Any) -> None:
+    """A create whose every attempt times out raises OutcomeUnknown: it may have happened."""
+    settings.PAYMENTS_READ_TIMEOUT = 0.5
+    client = PaymentsClient.from_settings()
+    body = payment_body(token_for(client))
+    slow = add_fault(provider, path="/payments", method="POST", latency_ms=1500)
+
+    with pytest.raises(ProviderApiError) as caught:
+        client.create_payment(body=body, idempotency_key=key())
+
+    assert type(caught.value) is OutcomeUnknown, repr(caught.value)
+    assert not isinstance(caught.value, InvalidRequest)
+    # And it did happen: the slow sandbox created exactly one payment (the retries replayed).
+    wait_until(lambda: len(provider.payments()) == 1, timeout=10)
+    hits = fault(provider, slow)["hits"]
+    assert 2 <= hits <= 4
+    time.sleep(1.6)  # let the sandbox finish the requests the client gave up on
+    assert len(provider.payments()) == 1
+
+
+@pytest.mark.sandbox
+def test_post_answered_500_after_processing_is_sent_again_and_returns_the_payment(
+    provider: Api,
+) -> None:
+    """A create processed but answered 500 is sent again with its key; the provider replays
+    what it did: the one payment, not a second."""
+    client = get_client()
+    body = payment_body(token_for(client))
+    lost = add_fault(
+        provider, path="/payments", method="POST", status=500, times=1, after_processing=True
+    )
+
+    payment = client.create_payment(body=body, idempotency_key=key())
+
+    assert payment.status == "approved"
+    assert [p["id"] for p in provider.payments()] == [payment.id]
+    assert fault(provider, lost)["hits"] == 1
+
+
+@pytest.mark.sandbox
+def test_post_always_500_raises_outcome_unknown_after_sending_it_again(provider: Api) -> None:
+    """A create that only ever meets 500 AI1899 is sent 1 + 3 times, then raises OutcomeUnknown
+    (what happened is still to be learned), not a refusal."""
+    client = get_client()
+    body = payment_body(token_for(client))
+    failing = add_fault(provider, path="/payments", method="POST", status=500)
+
+    with pytest.raises(ProviderApiError) as caught:
+        client.create_payment(body=body, idempotency_key=key())
+
+    assert_provider_error(caught.value, OutcomeUnknown, 500, "AI1899")
+    assert fault(provider, failing)["hits"] == 4
+    assert provider.payments() == []
