@@ -347,6 +347,25 @@ def wait_until(predicate: Any, timeout: float = 15, interval: float = 0.1) -> An
     raise AssertionError("condition not met in time")
 
 
+def abandoned_requests(base_url: str) -> int:
+    """How many requests to the server at `base_url` (on this machine) its clients gave up on
+    while it still works on them: their connections, closed by the client, stay half-closed
+    (CLOSE_WAIT) on the server's side until it has answered. Read from Linux's table of TCP
+    sockets."""
+    table = Path("/proc/net/tcp")
+    if not table.exists():
+        raise RuntimeError("abandoned_requests reads Linux's /proc/net/tcp")
+    port = urlsplit(base_url).port
+    close_wait = "08"
+    count = 0
+    for line in table.read_text().splitlines()[1:]:
+        fields = line.split()  # sl, local address:port (hex), remote address:port, state, ...
+        local, state = fields[1], fields[3]
+        if int(local.rsplit(":", 1)[1], 16) == port and state == close_wait:
+            count += 1
+    return count
+
+
 def refuse_provider_calls(monkeypatch: Any) -> list[tuple[str, str]]:
     """From now on every request the shop tries to send to the provider is recorded, as
     (method, path), and none gets out: the provider is down."""
