@@ -296,7 +296,8 @@ def database_sources() -> list[tuple[str, str]]:
     with connection.cursor() as cursor:
         for table in sorted(connection.introspection.table_names()):
             cursor.execute(f"SELECT * FROM {quote(table)}")  # names from the schema
-            columns = [column.name for column in cursor.description]
+            # The name comes first in each column's description: SQLite's are plain tuples.
+            columns = [column[0] for column in cursor.description]
             for number, row in enumerate(cursor.fetchall(), 1):
                 for column, value in zip(columns, row, strict=True):
                     if isinstance(value, bytes | memoryview):
