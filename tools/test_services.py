@@ -65,7 +65,7 @@ def embedded_postgres(folder: Path) -> Iterator[str]:
     server.ensure_pgdata_inited()
     port = free_port()
     as_owner = {"bin_path": server.bin_path, "user": server.system_user}
-    options = f"-h 127.0.0.1 -p {port} -k {data} {_POSTGRES_OPTIONS}"
+    options = f"-h 127.0.0.1 -p {port} -k '' {_POSTGRES_OPTIONS}"  # TCP only, no socket
     # A session of its own: Ctrl-C reaches the tests, which end first; then it is stopped here.
     start = ["-w", "-t", str(_READY_SECONDS), "-D", str(data), "-l", str(data / "log")]
     pgexec("pg_ctl", [*start, "-o", options, "start"], start_new_session=True, **as_owner)
