@@ -263,6 +263,19 @@ def post_from_frame(page: Any, selector: str, payment_id: str) -> None:
     frame.evaluate("(id) => window.parent.postMessage({paymentId: id}, '*')", payment_id)
 
 
+def challenge_open_and_recorded(page: Any, shop: Shop) -> tuple[Shopper, str]:
+    """A shopper's page with a 3-D Secure challenge open and every message from its two
+    provider frames recorded; the shopper and the payment's id."""
+    shopper = Shopper(page, shop)
+    shopper.reach_payment_page()
+    shopper.type_card(THREE_DS)
+    shopper.pay()
+    shopper.wait_for_challenge()
+    payment_id = shopper.pending_payment_id()
+    page.evaluate(RECORD_MESSAGES)
+    return shopper, payment_id
+
+
 def expect_challenge_still_open(page: Any, shopper: Shopper) -> None:
     """The page believed no message: it says nothing of checking, its dialog stays, Pay stays
     disabled, and the order still waits for the bank. (The page's own
@@ -282,13 +295,7 @@ def test_a_message_from_the_card_form_is_not_taken_for_the_banks(page: Any, shop
     """Given an open challenge, when the card form's iframe (the provider's origin, like the
     bank's page, but another window) posts the payment's id, the page ignores it: only the
     challenge's own frame may speak for the bank."""
-    shopper = Shopper(page, shop)
-    shopper.reach_payment_page()
-    shopper.type_card(THREE_DS)
-    shopper.pay()
-    shopper.wait_for_challenge()
-    payment_id = shopper.pending_payment_id()
-    page.evaluate(RECORD_MESSAGES)
+    shopper, payment_id = challenge_open_and_recorded(page, shop)
 
     post_from_frame(page, CARD_FRAME, payment_id)
 
@@ -301,13 +308,7 @@ def test_a_message_from_the_card_form_is_not_taken_for_the_banks(page: Any, shop
 def test_a_message_naming_another_payment_is_not_believed(page: Any, shop: Shop) -> None:
     """Given an open challenge, when its own frame (the right origin and window) posts another
     payment's id, the page ignores it: a message speaks only for the payment just created."""
-    shopper = Shopper(page, shop)
-    shopper.reach_payment_page()
-    shopper.type_card(THREE_DS)
-    shopper.pay()
-    shopper.wait_for_challenge()
-    payment_id = shopper.pending_payment_id()
-    page.evaluate(RECORD_MESSAGES)
+    shopper, payment_id = challenge_open_and_recorded(page, shop)
 
     post_from_frame(page, CHALLENGE_FRAME, "pay_" + "0" * 24)
 
