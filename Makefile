@@ -45,8 +45,10 @@ sandbox: install
 	mkdir -p var
 	$(BIN)/python -m sandbox.manage runsandbox --port $(SANDBOX_PORT)
 
+## The whole suite on PostgreSQL and Redis: DATABASE_URL and REDIS_URL when set (CI), else a
+## PostgreSQL and a Redis of the run's own, started and removed by tools/test_services.py.
 test: install $(NODE_STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m tools.test_services -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -9,8 +9,10 @@ from decimal import Decimal
 
 from django.db.models import F, OuterRef, QuerySet, Subquery, Sum
 
+from checkout import ledger
 from checkout.models import Order, OrderEvent
-from payments.models import Payment, PaymentEvent, PaymentStatus
+from payments.ledger import entry_details
+from payments.models import Payment, PaymentEvent
 
 
 def order_reference_exists(reference: str) -> bool:
@@ -47,12 +49,13 @@ class LedgerLine:
 
 def order_ledger(order: Order, payments: list[Payment]) -> list[LedgerLine]:
     """Everything that happened to the order and its payments, oldest first: the payments'
-    ledgers and the order's own (shipments, cancellation, items back in stock)."""
+    ledgers and the order's own (shipments, cancellation, items back in stock), in the staff
+    member's language."""
     lines = [
         LedgerLine(
             event.created_at,
             event.get_kind_display(),
-            " ".join(filter(None, [_status_change(event), event.message])),
+            entry_details(event),
             event.amount,
             event.actor.get_username() if event.actor else "",
             event.payment,
@@ -65,7 +68,7 @@ def order_ledger(order: Order, payments: list[Payment]) -> list[LedgerLine]:
         LedgerLine(
             event.created_at,
             event.get_kind_display(),
-            event.message,
+            ledger.message_text(event.message),
             None,
             event.actor.get_username() if event.actor else "",
             None,
@@ -73,15 +76,3 @@ def order_ledger(order: Order, payments: list[Payment]) -> list[LedgerLine]:
         for event in OrderEvent.objects.filter(order=order).select_related("actor")
     ]
     return sorted(lines, key=lambda line: line.when)
-
-
-def _status_change(event: PaymentEvent) -> str:
-    if not event.new_status or event.new_status == event.old_status:
-        return ""
-    names = dict(PaymentStatus.choices)
-    old = names.get(event.old_status, event.old_status)
-    return (
-        f"{old} → {names.get(event.new_status, event.new_status)}"
-        if old
-        else str(names.get(event.new_status, event.new_status))
-    )

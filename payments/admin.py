@@ -25,7 +25,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from payments import services
+from payments import ledger, services
 from payments.errors import PaymentError
 from payments.forms import CaptureForm, RefundForm, SubscriptionImportForm
 from payments.models import (
@@ -35,6 +35,7 @@ from payments.models import (
     PaymentStatus,
     Refund,
     Subscription,
+    status_label,
 )
 from payments.pesos import pesos
 
@@ -96,15 +97,19 @@ class ReadOnlyInline(admin.TabularInline):
 
 
 class PaymentEventInline(MoneyColumns, ReadOnlyInline):
+    """The payment's ledger in the staff member's language (payments.ledger): statuses and
+    status details as the shop's labels, the shop's sentences translated, the provider's own
+    words labelled as such. The entries themselves are kept as they were written."""
+
     model = PaymentEvent
     verbose_name_plural = _("ledger")
     fields = [
         "created_at",
         "kind",
-        "old_status",
-        "new_status",
+        "old_status_shown",
+        "new_status_shown",
         "amount_shown",
-        "message",
+        "message_shown",
         "error_code",
         "actor",
     ]
@@ -113,14 +118,30 @@ class PaymentEventInline(MoneyColumns, ReadOnlyInline):
     def get_queryset(self, request: HttpRequest) -> QuerySet[PaymentEvent]:
         return super().get_queryset(request).select_related("actor")
 
+    @admin.display(description=_("old status"))
+    def old_status_shown(self, obj: PaymentEvent) -> str:
+        return status_label(obj.old_status) or "—"
+
+    @admin.display(description=_("new status"))
+    def new_status_shown(self, obj: PaymentEvent) -> str:
+        return status_label(obj.new_status) or "—"
+
+    @admin.display(description=_("message"))
+    def message_shown(self, obj: PaymentEvent) -> str:
+        return ledger.message_text(obj.message) or "—"
+
 
 class RefundInline(MoneyColumns, ReadOnlyInline):
     model = Refund
-    fields = ["created_at", "provider_id", "amount_shown", "status", "reason", "actor"]
+    fields = ["created_at", "provider_id", "amount_shown", "status_shown", "reason", "actor"]
     readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Refund]:
         return super().get_queryset(request).select_related("actor")
+
+    @admin.display(description=_("status"))
+    def status_shown(self, obj: Refund) -> str:
+        return status_label(obj.status)
 
 
 # What staff read once an action is done (the admin's LogEntry keeps the English verb).
@@ -189,8 +210,7 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
                 "fields": [
                     "external_reference",
                     "status",
-                    "status_code",
-                    "status_message",
+                    "status_detail",
                     "capture_method",
                     "amount_shown",
                     "captured_shown",
@@ -256,6 +276,14 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
             colour,
             obj.get_status_display(),
         )
+
+    @admin.display(description=_("status detail"))
+    def status_detail(self, obj: Payment) -> str:
+        """The provider's status detail as the shop's label (the provider's words for a code
+        the shop does not know)."""
+        if obj.status_code:
+            return ledger.detail_text(obj.status_code, obj.status_message)
+        return ledger.provider_said(obj.status_message) if obj.status_message else "—"
 
     @admin.display(description=_("captured"), ordering="captured_amount")
     def captured_shown(self, obj: Payment) -> str:

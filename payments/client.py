@@ -29,6 +29,9 @@ from urllib3.util.retry import RequestHistory, Retry
 
 from config.request_id import current_request_id
 from payments.errors import (
+    INVALID_JSON,
+    NO_ANSWER,
+    NO_SUCH_RESOURCE,
     Conflict,
     InvalidRequest,
     NotFound,
@@ -247,7 +250,7 @@ class PaymentsClient:
             self._log(method, path, None, started, "", error=type(exc).__name__)
             unknown = method in WRITES and not _never_sent(exc)
             kind = OutcomeUnknown if unknown else ProviderUnavailable
-            raise kind(f"the card payments service did not answer ({type(exc).__name__})") from exc
+            raise kind(NO_ANSWER(error=type(exc).__name__)) from exc
         request_id = response.headers.get("X-Request-Id", "")
         if not 200 <= response.status_code < 300:
             error = _error_for(method, response, request_id)
@@ -260,7 +263,7 @@ class PaymentsClient:
             # A write answered 2xx was done, whatever its body says: its result is unknown.
             kind = OutcomeUnknown if method in WRITES else ProviderUnavailable
             raise kind(
-                "the card payments service answered with invalid JSON",
+                INVALID_JSON(),
                 http_status=response.status_code,
                 request_id=request_id,
             ) from exc
@@ -298,7 +301,7 @@ def _loads(text: str) -> Any:
 def _segment(value: str) -> str:
     """A path segment that cannot change the path (ids are UUIDs; anything else is refused)."""
     if not value or any(c in value for c in "/?#%\\ ") or value in (".", ".."):
-        raise NotFound("no such resource", http_status=404, error_code="BR1301")
+        raise NotFound(NO_SUCH_RESOURCE(), http_status=404, error_code="BR1301")
     return value
 
 

@@ -8,6 +8,17 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop
+
+from payments.sentences import Sentence
+
+# What the client says when the provider gave no usable answer: the shop's own words, kept in
+# the payments' ledger and read there in the staff member's language (payments.ledger).
+NO_ANSWER = Sentence(gettext_noop("the card payments service did not answer (%(error)s)"))
+INVALID_JSON = Sentence(gettext_noop("the card payments service answered with invalid JSON"))
+NO_SUCH_RESOURCE = Sentence(gettext_noop("no such resource"))
+CLIENT_SENTENCES = [NO_ANSWER, INVALID_JSON, NO_SUCH_RESOURCE]
+
 
 class ProviderApiError(Exception):
     """An answer of the card payments service that is not a success, or no answer at all."""

@@ -37,6 +37,15 @@ class PaymentStatus(models.TextChoices):
     REFUNDED = "refunded", _("Refunded")
 
 
+def status_label(value: str) -> str:
+    """A status's label in the active language; a value the shop does not know (a provider's
+    status it has never heard of, kept in a ledger entry) as it was said."""
+    try:
+        return str(PaymentStatus(value).label)
+    except ValueError:
+        return value
+
+
 # An attempt whose create has no answer yet: it may or may not exist at the provider.
 IN_FLIGHT = (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
 # Detail codes of a cancelled authorization: by the merchant, or expired (nothing charged).
@@ -272,7 +281,8 @@ class PaymentEvent(models.Model):
         verbose_name_plural = _("ledger")
 
     def __str__(self) -> str:
-        return f"{self.get_kind_display()} {self.old_status}→{self.new_status}".strip()
+        change = "→".join(status_label(s) for s in (self.old_status, self.new_status))
+        return f"{self.get_kind_display()} {change}".strip()
 
     def save(self, *args: object, **kwargs: object) -> None:
         if self.pk is not None:

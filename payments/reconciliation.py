@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from payments import ledger
 from payments.client import get_client
 from payments.confirmation import payment_confirm_create
 from payments.errors import (
@@ -293,7 +294,6 @@ def authorizations_watch(*, now: datetime | None = None) -> WatchReport:
 def _expiry_message(payment: Payment, now: datetime) -> str:
     expires = payment.authorization_expires_at or now + timedelta(days=EXPIRY_WARNING_DAYS)
     hours = max(int((expires - now).total_seconds() // 3600), 0)
-    return (
-        f"authorization expires {timezone.localtime(expires):%Y-%m-%d %H:%M} "
-        f"(in {hours // 24} d {hours % 24} h): capture or cancel it"
+    return ledger.EXPIRY_WARNING(
+        when=f"{timezone.localtime(expires):%Y-%m-%d %H:%M}", days=hours // 24, hours=hours % 24
     )

@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.debug import sensitive_variables
 
+from payments import ledger
 from payments.client import get_client, new_idempotency_key
 from payments.errors import (
     Conflict,
@@ -180,7 +181,7 @@ def _apply(
         payment.save(update_fields=["last_synced_at", "updated_at"])
         return False
     if new != old and new not in REACHABLE[old]:
-        raise IllegalTransition(f"the provider reports '{new}' for a payment that is '{old}'")
+        raise IllegalTransition(ledger.ILLEGAL_MOVE(new=new, old=old))
     amounts_before = (payment.captured_amount, payment.refunded_amount)
     _copy(payment, remote, new, now)
     payment.save()
@@ -492,7 +493,7 @@ def payment_close_unconfirmed(*, payment: Payment, actor: Actor = None) -> Payme
             actor=actor,
             old=old,
             new=PaymentStatus.FAILED,
-            message="Closed by staff: the provider has no such payment.",
+            message=ledger.CLOSED_NOT_CREATED(),
         )
         _notify_on_commit(locked, old, PaymentStatus.FAILED)
     logger.warning("payment %s closed as not created by %s", locked.pk, _user(actor) or "system")
@@ -575,7 +576,7 @@ def _action_failed(
             actor=actor,
             old=locked.status,
             new=locked.status,
-            message=f"{action}: {error.message}",
+            message=ledger.ACTION_FAILED(action=action, error=error.message),
             error_code=error.error_code,
         )
         locked.last_error = f"{action}: {error}"[:500]
@@ -721,9 +722,10 @@ def _refund_settle(payment: Payment, refund: Refund, *, actor: Actor) -> None:
     the payment's next refresh."""
     try:
         remote: ProviderPayment | None = get_client().get_payment(payment.provider_id or "")
-        note = ""
+        message = ledger.REFUND(refund=refund.provider_id)
     except ProviderApiError as exc:
-        remote, note = None, f"; refresh failed: {exc.message}"
+        remote = None
+        message = ledger.REFUND_UNREAD(refund=refund.provider_id, error=exc.message)
     with transaction.atomic():
         locked = Payment.objects.select_for_update().get(pk=payment.pk)
         old = locked.status
@@ -747,7 +749,7 @@ def _refund_settle(payment: Payment, refund: Refund, *, actor: Actor) -> None:
                 old=old,
                 new=locked.status,
                 amount=refund.amount,
-                message=f"refund {refund.provider_id}{note}",
+                message=message,
             )
         _release(locked)
 

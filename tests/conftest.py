@@ -206,3 +206,17 @@ def worker(empty_broker: None, celery_worker: Any) -> Iterator[Any]:
     task_postrun.connect(close_connections, weak=False)
     yield celery_worker
     task_postrun.disconnect(close_connections)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Which database and Redis this run uses (make test: PostgreSQL and Redis, always)."""
+    from django.conf import settings
+
+    engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+    lines = [f"database: {engine}; redis: {'yes' if settings.REDIS_URL else 'no'}"]
+    if engine != "postgresql" or not settings.REDIS_URL:
+        lines.append(
+            "not the suite's own setup: tests that need PostgreSQL or Redis skip, saying why; "
+            "`make test` runs them all on a PostgreSQL and a Redis of its own"
+        )
+    return lines

@@ -12,8 +12,8 @@ from typing import Any
 import factory
 from django.utils import timezone
 
-from checkout.models import Order, OrderItem, Product
-from payments.models import Payment
+from checkout.models import Order, OrderEvent, OrderItem, Product
+from payments.models import Payment, PaymentEvent, Refund
 from payments.services import payment_create
 from tests.support import VISA, Api
 
@@ -137,3 +137,35 @@ class PaymentFactory(factory.django.DjangoModelFactory):
             return_url="http://127.0.0.1:8000/checkout/return",
             webhook_url="",
         )
+
+
+class PaymentEventFactory(factory.django.DjangoModelFactory):
+    """An entry of `payment`'s ledger (required), written as the services write it (the
+    message as stored: see payments.ledger), each a second after the one before."""
+
+    class Meta:
+        model = PaymentEvent
+
+    kind = "synced"
+    created_at = factory.Sequence(lambda n: timezone.now() + timedelta(seconds=n))
+
+
+class OrderEventFactory(factory.django.DjangoModelFactory):
+    """An entry of `order`'s ledger (required), each a second after the one before."""
+
+    class Meta:
+        model = OrderEvent
+
+    kind = "refreshed"
+    created_at = factory.Sequence(lambda n: timezone.now() + timedelta(seconds=n))
+
+
+class RefundFactory(factory.django.DjangoModelFactory):
+    """A refund of `payment` (required), as the provider recorded it."""
+
+    class Meta:
+        model = Refund
+
+    provider_id = factory.LazyFunction(lambda: uuid.uuid4().hex)
+    amount = Decimal("100.00")
+    status = "approved"

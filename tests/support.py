@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -305,8 +306,10 @@ class WebhookReceiver:
                     receiver.received.append(
                         Received(json.loads(raw or b"null"), dict(self.headers), time.monotonic())
                     )
-                if delay:
-                    time.sleep(delay)
+                if delay:  # answer late: hold it until the sender gives up, `delay` at most
+                    self.connection.settimeout(delay)
+                    with contextlib.suppress(TimeoutError):
+                        self.connection.recv(1)  # b"" as soon as the sender hangs up
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from checkout.ledger import shipment_message
 from checkout.models import Fulfilment, Order, OrderEventKind, OrderItem, OrderStatus
 from checkout.selectors import order_payments
 from checkout.services.mail import queue_order_mails
@@ -117,13 +118,7 @@ def _record_shipment(
             item.quantity_shipped += chosen[item.pk]
             item.save(update_fields=["quantity_shipped"])
             shipped.append(f"{chosen[item.pk]} × {item.name}")
-        message = ", ".join(shipped)
-        if charged:
-            message += " · " + _("charged %(charged)s, released %(released)s") % {
-                "charged": mxn(charged),
-                "released": mxn(released),
-            }
-        record(locked, OrderEventKind.SHIPPED, message, actor)
+        record(locked, OrderEventKind.SHIPPED, shipment_message(shipped, charged, released), actor)
         # A shipment of a charged order moves no payment (no sync follows): its mail is due now.
         queue_order_mails(locked)
     if released:  # the hold is gone: what was not shipped will not be

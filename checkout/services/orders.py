@@ -14,6 +14,7 @@ from django.utils.translation import ngettext
 
 from checkout import tasks
 from checkout.cart import Cart
+from checkout.ledger import PAID_AFTER_EXPIRY
 from checkout.models import (
     PAYABLE_STATUSES,
     Fulfilment,
@@ -168,7 +169,7 @@ def _after_expiry(order: Order, paid: str) -> str:
         return OrderStatus.EXPIRED
     Order.objects.filter(pk=order.pk).update(fulfilment=Fulfilment.UNFULFILLED)
     order.fulfilment = Fulfilment.UNFULFILLED
-    record(order, OrderEventKind.RESERVED, "paid after it expired; items still in stock", None)
+    record(order, OrderEventKind.RESERVED, PAID_AFTER_EXPIRY(), None)
     return paid
 
 

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from checkout.ledger import NOT_PAID_IN_TIME
 from checkout.models import PAYABLE_STATUSES, Fulfilment, Order, OrderEventKind, OrderStatus
 from checkout.selectors import order_payments
 from checkout.services import orders  # as a module: orders -> tasks -> this module
@@ -59,7 +60,7 @@ def order_expire(*, order_id: int) -> bool:
         order.save(update_fields=["status", "fulfilment", "updated_at"])
         order_restock_unshipped(order)
         minutes = settings.SHOP_RESERVATION_MINUTES
-        record(order, OrderEventKind.EXPIRED, f"not paid within {minutes} minutes", None)
+        record(order, OrderEventKind.EXPIRED, NOT_PAID_IN_TIME(minutes=minutes), None)
         queue_order_mails(order)
     logger.info("order %s expired; its items are back in stock", order.reference)
     return True

@@ -5,6 +5,7 @@ order's language, each with the order's own link and the amounts of the ledger."
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -15,6 +16,7 @@ import pytest
 from django.core import mail
 from django.core.mail import EmailMultiAlternatives
 from django.core.mail.backends.locmem import EmailBackend
+from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -27,7 +29,7 @@ from checkout.tasks import order_mail_send_task, order_mails_sweep_task, orders_
 from payments.models import Payment, PaymentEvent, PaymentEventKind
 from tests.checkout.support import make_payment
 from tests.shop import make_order, place_order, shopper
-from tests.support import Api, free_port
+from tests.support import Api, free_port, wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -288,6 +290,62 @@ def test_duplicate_queueing_creates_and_sends_each_mail_once(
     # a redelivered task finds its mail sent
     assert order_mail_send_task.apply(args=[created[0][0]]).get() is False
     assert len(sent_for(order)) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_transactions_queueing_at_once_create_each_mail_once(
+    blusa: Product, taza: Product, empty_broker: None
+) -> None:
+    """Given a paid order, when two transactions queue its mails at the same moment, the second
+    having looked before the first committed (no lock on the order, as a caller that forgot it
+    would), then the database's unique (order, event) holds the second's insert until the
+    first commits and hands it the first's rows: one mail per event, created by one of them."""
+    if connection.vendor != "postgresql":
+        pytest.skip("two transactions writing at once need PostgreSQL")
+    order = order_of(blusa, taza)
+    paid(order)
+    first_wrote, release, second_done = threading.Event(), threading.Event(), threading.Event()
+    created: dict[str, list[int]] = {}
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                created["first"] = queue_order_mails(Order.objects.get(pk=order.pk))
+                first_wrote.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    def second() -> None:
+        first_wrote.wait(30)
+        try:
+            with transaction.atomic():
+                created["second"] = queue_order_mails(Order.objects.get(pk=order.pk))
+        finally:
+            second_done.set()
+            connection.close()
+
+    def second_waits_on_a_lock() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            return cursor.fetchone()[0] > 0
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    # The first commits once the second is either held by the database or done without it.
+    wait_until(lambda: second_done.is_set() or second_waits_on_a_lock(), timeout=30)
+    release.set()
+    for thread in threads:
+        thread.join(30)
+
+    assert len(created["first"]) == 2
+    assert created["second"] == []
+    keys = OrderMail.objects.filter(order=order).values_list("key", flat=True)
+    assert sorted(keys) == ["paid", "received"]
 
 
 def test_paid_by_automatic_capture_is_not_also_mailed_as_charged(

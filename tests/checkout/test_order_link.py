@@ -9,12 +9,15 @@ from typing import Any
 
 import pytest
 import requests
+from django.contrib.sessions.backends.db import SessionStore
 from django.core import mail
-from django.test import override_settings
-from django.urls import reverse
+from django.http import Http404
+from django.test import RequestFactory, override_settings
+from django.urls import resolve, reverse
 
 from checkout.links import order_link, order_link_path, order_token, token_matches
 from checkout.models import Order, OrderStatus, Product
+from checkout.ownership import linked_order
 from payments.models import PaymentStatus
 from tests.checkout.support import make_payment, open_challenge
 from tests.factories import ProductFactory
@@ -51,14 +54,29 @@ def test_the_link_opens_the_order_in_a_browser_that_did_not_place_it(mug: Produc
 
 @pytest.mark.parametrize(
     "token",
-    ["", "x", "wrong-token", "A" * 27, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"],
+    ["x", "wrong-token", "A" * 27, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "%20"],
 )
 def test_a_wrong_token_opens_nothing(mug: Product, token: str) -> None:
     order = place_order(shopper(), (mug, 1))
     client = shopper()
-    url = f"/pedido/{order.reference}/{token}/" if token else f"/pedido/{order.reference}//"
+    url = f"/pedido/{order.reference}/{token}/"
+    # The router hands the token to the view: the 404 below is the token check's own.
+    assert resolve(url).url_name == "order_link"
     assert client.get(url).status_code == 404
     assert client.get(reverse("checkout:order", args=[order.reference])).status_code == 404
+
+
+def test_an_empty_token_opens_nothing(mug: Product, rf: RequestFactory) -> None:
+    """No address carries an empty token (the router answers /pedido/<reference>// with 404
+    before any view), so the check is asked directly: it refuses, and the browser is not
+    given the order."""
+    order = place_order(shopper(), (mug, 1))
+    request = rf.get("/")
+    request.session = SessionStore()
+    with pytest.raises(Http404):
+        linked_order(request, order.reference, "")
+    assert not token_matches(order.reference, "")
+    assert not request.session.keys()
 
 
 def test_a_token_opens_only_its_own_order(mug: Product) -> None:

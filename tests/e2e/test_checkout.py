@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import struct
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus
@@ -15,7 +16,14 @@ from playwright.sync_api import expect
 
 from checkout.models import OrderStatus
 from payments.models import PaymentStatus
-from tests.e2e.shopper import Shopper, expect_paid_order_page, expect_refused, spaced
+from tests.e2e.shopper import (
+    CARD_FRAME,
+    CHALLENGE_FRAME,
+    Shopper,
+    expect_paid_order_page,
+    expect_refused,
+    spaced,
+)
 from tests.e2e.support import DESKTOP, MOBILE, Shop, card_numbers_in, open_page
 from tests.sandbox.browser.conftest import StaticSite
 from tests.support import DECLINED, ROOT, THREE_DS, VISA, wait_until
@@ -109,6 +117,8 @@ def test_a_double_click_on_pay_charges_once(page: Any, shop: Shop) -> None:
     shopper = Shopper(page, shop)
     shopper.reach_payment_page()
     shopper.type_card(VISA)
+    attempts: list[str] = []
+    page.on("request", lambda r: attempts.append(r.url) if r.url.endswith("/pagos/") else None)
 
     # The second click is dispatched right after the first, with the button re-enabled as if
     # it arrived before the page disabled it: only the page's own guard and the server's
@@ -127,7 +137,9 @@ def test_a_double_click_on_pay_charges_once(page: Any, shop: Shop) -> None:
     assert clicks == 2
 
     expect_paid_order_page(shopper)
-    page.wait_for_timeout(500)  # a second attempt, if any, would have reached the provider
+    # The page sent one attempt (Playwright has every request event of the clicks by now: it
+    # has been called since), and the provider holds one payment.
+    assert attempts == [f"{shop.url}/pedidos/{shopper.reference}/pagos/"], attempts
     assert len(shopper.provider_payments()) == 1
     assert [p.status for p in shopper.payments()] == [PaymentStatus.APPROVED]
 
@@ -172,7 +184,8 @@ def test_a_forged_challenge_message_moves_nothing(
     page.evaluate("(id) => window.postMessage({paymentId: id}, '*')", payment_id)
     page.wait_for_function("window.__forged.length >= 2")
     assert sorted(page.evaluate("window.__forged")) == sorted([foreign_site.origin, shop.url])
-    page.wait_for_timeout(1000)
+    # The page's own listener came first (it was added when the challenge opened) and acts at
+    # once: had it believed a message, it would already say it is checking.
 
     wait_until(lambda: shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION, timeout=30)
     expect(page.locator("#threeds-dialog[open]")).to_be_visible()
@@ -212,14 +225,87 @@ def test_a_challenge_frame_taken_to_another_origin_is_not_believed(
     frame.goto(foreign_site.url(f"/forge?id={payment_id}"))
     page.wait_for_function("window.__posted.length >= 1")
     assert page.evaluate("window.__posted") == [[foreign_site.origin, payment_id]]
-    page.wait_for_timeout(1000)
 
     # Then the page did not take it for the bank's answer: nothing is being checked
-    checking = page.locator("#payment").get_attribute("data-text-checking")
-    expect(page.locator("#pay-status")).not_to_have_text(checking or "")
-    expect(page.locator("#threeds-dialog[open]")).to_be_visible()
-    wait_until(lambda: shopper.order().status == OrderStatus.AWAITING_AUTHENTICATION, timeout=30)
+    expect_challenge_still_open(page, shopper)
     page.context.close()
+
+
+RECORD_MESSAGES = """() => {
+  window.__posted = [];
+  window.addEventListener("message", (event) => {
+    const frames = {card: "#card-element iframe", challenge: "#threeds-frame iframe"};
+    for (const [name, selector] of Object.entries(frames)) {
+      const frame = document.querySelector(selector);
+      if (frame && event.source === frame.contentWindow && event.data && event.data.paymentId) {
+        window.__posted.push([name, event.origin, event.data.paymentId]);
+      }
+    }
+  });
+}"""
+
+
+def post_from_frame(page: Any, selector: str, payment_id: str) -> None:
+    """The frame at `selector` posts {paymentId} to the shop's page, as the bank's page does."""
+    frame = page.locator(selector).element_handle().content_frame()
+    frame.evaluate("(id) => window.parent.postMessage({paymentId: id}, '*')", payment_id)
+
+
+def challenge_open_and_recorded(page: Any, shop: Shop) -> tuple[Shopper, str]:
+    """A shopper's page with a 3-D Secure challenge open and every message from its two
+    provider frames recorded; the shopper and the payment's id."""
+    shopper = Shopper(page, shop)
+    shopper.reach_payment_page()
+    shopper.type_card(THREE_DS)
+    shopper.pay()
+    shopper.wait_for_challenge()
+    payment_id = shopper.pending_payment_id()
+    page.evaluate(RECORD_MESSAGES)
+    return shopper, payment_id
+
+
+def expect_challenge_still_open(page: Any, shopper: Shopper) -> None:
+    """The page believed no message: it says nothing of checking, its dialog stays, Pay stays
+    disabled, and the order still waits for the bank. (The page's own
+    listener, added when the challenge opened, runs before the test's recorder: by the time a
+    message is recorded, the page has already acted on it or not.)"""
+    checking = page.locator("#payment").get_attribute("data-text-checking")
+    assert checking
+    expect(page.locator("#pay-status")).not_to_have_text(checking)
+    expect(page.locator("#threeds-dialog[open]")).to_be_visible()
+    expect(page.locator("#pay-button")).to_be_disabled()
+    order = shopper.order()
+    assert order.status == OrderStatus.AWAITING_AUTHENTICATION
+    assert [p.status for p in shopper.payments()] == [PaymentStatus.PENDING]
+
+
+def test_a_message_from_the_card_form_is_not_taken_for_the_banks(page: Any, shop: Shop) -> None:
+    """Given an open challenge, when the card form's iframe (the provider's origin, like the
+    bank's page, but another window) posts the payment's id, the page ignores it: only the
+    challenge's own frame may speak for the bank."""
+    shopper, payment_id = challenge_open_and_recorded(page, shop)
+
+    post_from_frame(page, CARD_FRAME, payment_id)
+
+    page.wait_for_function("window.__posted.length >= 1")
+    assert page.evaluate("window.__posted") == [["card", shop.api.base_url, payment_id]]
+    expect_challenge_still_open(page, shopper)
+    expect(shopper.challenge_frame.locator("#code")).to_be_visible()
+
+
+def test_a_message_naming_another_payment_is_not_believed(page: Any, shop: Shop) -> None:
+    """Given an open challenge, when its own frame (the right origin and window) posts another
+    payment's id, the page ignores it: a message speaks only for the payment just created."""
+    shopper, payment_id = challenge_open_and_recorded(page, shop)
+
+    post_from_frame(page, CHALLENGE_FRAME, "pay_" + "0" * 24)
+
+    page.wait_for_function("window.__posted.length >= 1")
+    posted = page.evaluate("window.__posted")
+    assert posted == [["challenge", shop.api.base_url, "pay_" + "0" * 24]]
+    assert posted[0][2] != payment_id
+    expect_challenge_still_open(page, shopper)
+    expect(shopper.challenge_frame.locator("#code")).to_be_visible()
 
 
 def test_the_card_number_never_reaches_the_shop(page: Any, shop: Shop) -> None:
@@ -293,7 +379,6 @@ def full_page_screenshot(page: Any, path: Path) -> None:
     try:
         for frame in page.frames:
             frame.evaluate(TWO_FRAMES)
-        page.wait_for_timeout(200)
         page.screenshot(path=str(path))
     finally:
         page.set_viewport_size(viewport)
@@ -316,7 +401,8 @@ def wait_for_card_form_to_settle(page: Any) -> None:
     """The card iframe resizes itself once rendered: wait until its box stops moving."""
     frame = page.locator("#card-element iframe")
     previous = None
-    for _ in range(20):
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
         box = frame.bounding_box()
         if box == previous:
             break

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote_plus, urlsplit
@@ -270,9 +271,8 @@ def test_an_injected_inline_script_is_blocked_and_reported(
     assert re.search(r"script-src\S* blocked inline on /$", logged), logged
     # The page's own violation event reaches the test through a binding, in its own time (the
     # browser's events are only dispatched while Playwright is called: wait in the page).
-    for _ in range(100):
-        if watch.violations:
-            break
+    deadline = time.monotonic() + 10
+    while not watch.violations and time.monotonic() < deadline:
         page.wait_for_timeout(100)
     assert [(v["directive"], v["blocked"]) for v in watch.violations] == [
         ("script-src-elem", "inline")

@@ -60,9 +60,9 @@ def test_payment_page_shows_snapshot_ledger_and_refunds(
     assert json.loads(unescape(shown.group(1))) == payment.snapshot
     assert payment.snapshot["id"] == payment.provider_id
     ledger = inline_rows(html, "events")
-    assert [(row["kind"], row["new_status"]) for row in ledger] == [
-        ("Created", "approved"),
-        ("Refunded", "approved"),
+    assert [(row["kind"], row["new_status_shown"]) for row in ledger] == [
+        ("Created", "Approved"),
+        ("Refunded", "Approved"),
     ]
     assert money(ledger[1]["amount_shown"]) == Decimal("150.00")
     assert ledger[1]["actor"] == admin_user.username

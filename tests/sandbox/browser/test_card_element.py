@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pytest
@@ -41,13 +42,22 @@ def fill_card(
 
 def frame_at(page: Any, origin: str) -> Any:
     """The page's frame showing `origin`, once it has navigated there (not about:blank)."""
-    for _ in range(200):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
         for frame in page.frames:
             if frame.url.startswith(origin):
                 frame.wait_for_load_state()
                 return frame
-        page.wait_for_timeout(50)
+        page.wait_for_timeout(50)  # Playwright learns of new frames while it is called
     raise AssertionError(f"no frame at {origin}")
+
+
+# Added by a test after the SDK's own listeners: when it has seen a message, they have handled
+# it (listeners run in the order they were added, each followed by its promise callbacks).
+RECORD_SEEN = """() => {
+  window.__seen = [];
+  window.addEventListener("message", (event) => window.__seen.push(event.data));
+}"""
 
 
 def all_text_seen_by_the_page(page: Any) -> str:
@@ -295,7 +305,7 @@ def test_forged_answers_from_other_windows_are_ignored(
         "() => { window.__result = null; tokenize().then(r => window.__result = r); }"
     )
     browser_page.wait_for_function("Object.keys(card._pending).length === 1")
-    browser_page.wait_for_timeout(300)
+    browser_page.evaluate(RECORD_SEEN)
     forged = browser_page.evaluate("""() => ({source: 'checkout-card', frame: card._frameId,
         type: 'token', requestId: Object.keys(card._pending)[0],
         token: {id: 'forged', card: {}, payment_method_id: 'visa'}})""")
@@ -305,7 +315,8 @@ def test_forged_answers_from_other_windows_are_ignored(
     foreign.evaluate("f => parent.postMessage(f, '*')", forged)
     second_id = browser_page.evaluate("card2._frameId")
     second = frame_at(browser_page, sandbox.base_url + "/sdk/v1/card")
-    for _ in range(100):  # the second card frame, by its own frame id
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # the second card frame, by its own frame id
         found = [f for f in browser_page.frames if f"frame={second_id}" in f.url]
         if found:
             second = found[0]
@@ -313,7 +324,9 @@ def test_forged_answers_from_other_windows_are_ignored(
         browser_page.wait_for_timeout(50)
     assert f"frame={second_id}" in second.url
     second.evaluate("f => parent.postMessage(f, '*')", forged)
-    browser_page.wait_for_timeout(300)
+    browser_page.wait_for_function(
+        "window.__seen.filter((m) => m && m.token && m.token.id === 'forged').length === 3"
+    )
 
     assert browser_page.evaluate("window.__result") is None  # nothing forged was taken
     assert len(held) == 1
@@ -343,9 +356,25 @@ def test_the_frame_ignores_requests_from_other_origins(
     request = browser_page.evaluate("""() => ({source: 'checkout-sdk', frame: card._frameId,
         type: 'tokenize', requestId: 'forged-request'})""")
 
+    card_frame = frame_at(browser_page, sandbox.base_url + "/sdk/v1/card")
+    # The frame's own listener came first: once the recorder has the request, it has refused
+    # it or started a token, whose fetch is counted here as it starts.
+    card_frame.evaluate(
+        """() => {
+          window.__seen = []; window.__fetched = [];
+          const fetch = window.fetch;
+          window.fetch = (...args) => {
+            window.__fetched.push(String(args[0]));
+            return fetch(...args);
+          };
+          window.addEventListener("message", (event) => window.__seen.push(event.data));
+        }"""
+    )
     foreign.evaluate("r => parent.frames[0].postMessage(r, '*')", request)
-    browser_page.wait_for_timeout(800)
+    card_frame.wait_for_function("window.__seen.some((m) => m && m.requestId === 'forged-request')")
 
+    assert card_frame.evaluate("window.__fetched") == []
+    assert card_frame.evaluate("document.body.getAttribute('aria-busy')") is None
     assert requests_made == []
     assert "forged-request" not in all_text_seen_by_the_page(browser_page)
     assert browser_page.evaluate("tokenize()")["ok"]  # the real parent still can

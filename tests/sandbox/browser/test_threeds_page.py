@@ -142,7 +142,11 @@ def test_the_message_goes_only_to_the_return_urls_origin(
     challenge.locator("#code").fill("123456")
     challenge.get_by_role("button", name="Verify").click()
     challenge.locator("#result").wait_for()
-    browser_page.wait_for_timeout(500)
+    # The page's message (if any) went first; one posted after it by the same frame to any
+    # origin arrives after it would have.
+    frame = browser_page.locator("#challenge").element_handle().content_frame()
+    frame.evaluate("() => window.parent.postMessage({fence: true}, '*')")
+    browser_page.wait_for_function("window.__messages.some((m) => m.data.includes('fence'))")
 
     assert browser_page.evaluate("window.__threeds") == []
     assert payment["id"] not in str(browser_page.evaluate("window.__messages"))

@@ -1,0 +1,1 @@
+"""Tests of the developer tools in tools/ (the soak)."""

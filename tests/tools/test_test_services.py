@@ -1,0 +1,78 @@
+"""`make test` on a machine with nothing configured: tools.test_services starts a PostgreSQL
+and a Redis of the run's own, hands their addresses to the command, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tests.support import ROOT
+
+# What the command sees: its two addresses, and that both servers answer there.
+PROBE = """
+import json, os, psycopg, redis
+database, broker = os.environ["DATABASE_URL"], os.environ["REDIS_URL"]
+with psycopg.connect(database) as conn:
+    version = conn.execute("SHOW server_version").fetchone()[0]
+    conn.execute("CREATE TABLE probe (id int)")
+print(json.dumps({"database": database, "redis": broker, "version": version,
+                  "pong": redis.Redis.from_url(broker).ping()}))
+"""
+
+
+def run(env: dict[str, str], *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tools.test_services", "--", *command],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def listening(url: str) -> bool:
+    parts = urlsplit(url)
+    with socket.socket() as sock:
+        return sock.connect_ex((parts.hostname or "", parts.port or 0)) == 0
+
+
+def test_with_nothing_configured_the_command_gets_a_postgresql_and_a_redis_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """Given no DATABASE_URL and no REDIS_URL, the command runs against a PostgreSQL and a
+    Redis listening on 127.0.0.1, its exit code is the wrapper's, and once it ends both servers
+    are stopped and their folder is gone."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["TMPDIR"] = str(tmp_path)
+
+    result = run(env, sys.executable, "-c", PROBE + "\nraise SystemExit(7)")
+
+    assert result.returncode == 7, result.stderr
+    seen = json.loads(result.stdout.splitlines()[-1])
+    assert urlsplit(seen["database"]).hostname == "127.0.0.1"
+    assert urlsplit(seen["database"]).path == "/shop"
+    assert urlsplit(seen["redis"]).hostname == "127.0.0.1"
+    assert seen["pong"] is True
+    assert int(seen["version"].split(".")[0]) >= 16
+    assert not listening(seen["database"])
+    assert not listening(seen["redis"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_configured_services_are_used_as_they_are() -> None:
+    """Given DATABASE_URL and REDIS_URL (CI's services), the command gets them unchanged and
+    nothing is started."""
+    env = {**os.environ, "DATABASE_URL": "postgres://ci@db.example:5432/shop"}
+    env["REDIS_URL"] = "redis://cache.example:6379/3"
+    probe = "import os; print(os.environ['DATABASE_URL'], os.environ['REDIS_URL'])"
+
+    result = run(env, sys.executable, "-c", probe)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [env["DATABASE_URL"], env["REDIS_URL"]]
