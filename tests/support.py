@@ -393,3 +393,40 @@ def shop_schema() -> dict[str, Any]:
 
     document = SchemaGenerator().get_schema(request=None, public=True)
     return json.loads(OpenApiJsonRenderer().render(document))
+
+
+class StaticSite:
+    """A tiny web server for test pages, on an origin of its own (its own port)."""
+
+    def __init__(self, pages: dict[str, str]) -> None:
+        self.port = free_port()
+        self.origin = f"http://127.0.0.1:{self.port}"
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                page = site.pages.get(self.path.split("?")[0])
+                if page is None:
+                    self.send_error(404)
+                    return
+                raw = page.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.pages = pages
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, path: str) -> str:
+        return f"{self.origin}{path}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -9,8 +9,6 @@ from django.contrib.messages import get_messages
 from django.http import HttpResponse
 
 from checkout.models import Order, Product
-from payments.models import Payment
-from tests.factories import PaymentFactory
 from tests.html_tree import html
 from tests.support import Api, decimal_json
 
@@ -54,10 +52,3 @@ def stock(product: Product) -> int:
     """The product's stock as the database holds it now."""
     product.refresh_from_db()
     return product.stock
-
-
-def make_payment(order: Order, status: str, **fields: Any) -> Payment:
-    """`PaymentFactory(order=order, status=status, **fields)` under its old name, for the two
-    files that still call it (test_mail.py, test_order_link.py); use PaymentFactory anywhere
-    else."""
-    return PaymentFactory(order=order, status=status, **fields)

@@ -27,7 +27,7 @@ from checkout.services.mail import order_mail_send, orders_list_send, queue_orde
 from checkout.services.stock import record
 from checkout.tasks import order_mail_send_task, order_mails_sweep_task, orders_list_mail_task
 from payments.models import Payment, PaymentEvent, PaymentEventKind
-from tests.checkout.support import make_payment
+from tests.factories import PaymentFactory
 from tests.shop import make_order, place_order, shopper
 from tests.support import Api, free_port, wait_until
 
@@ -63,7 +63,7 @@ def event(payment: Payment, kind: str, old: str, new: str, amount: str | None = 
 
 def paid(order: Order) -> Payment:
     """Approved at once (automatic capture)."""
-    payment = make_payment(order, "approved", captured_amount=order.total)
+    payment = PaymentFactory(order=order, status="approved", captured_amount=order.total)
     event(payment, PaymentEventKind.CREATED, "creating", "approved")
     Order.objects.filter(pk=order.pk).update(status=OrderStatus.PAID)
     return payment
@@ -71,7 +71,7 @@ def paid(order: Order) -> Payment:
 
 def held(order: Order) -> Payment:
     """Authorized (manual capture)."""
-    payment = make_payment(order, "authorized", capture_method="manual")
+    payment = PaymentFactory(order=order, status="authorized", capture_method="manual")
     event(payment, PaymentEventKind.CREATED, "creating", "authorized")
     Order.objects.filter(pk=order.pk).update(status=OrderStatus.AUTHORIZED)
     return payment
@@ -100,7 +100,7 @@ def expired(order: Order) -> None:
 
 def late_refunded(order: Order) -> None:
     expired(order)
-    payment = make_payment(order, "refunded", captured_amount=order.total)
+    payment = PaymentFactory(order=order, status="refunded", captured_amount=order.total)
     Payment.objects.filter(pk=payment.pk).update(refunded_amount=order.total)
     event(payment, PaymentEventKind.SYNCED, "pending", "approved")
     event(payment, PaymentEventKind.REFUNDED, "approved", "refunded", str(order.total))
@@ -108,7 +108,9 @@ def late_refunded(order: Order) -> None:
 
 def late_cancelled(order: Order) -> None:
     expired(order)
-    payment = make_payment(order, "cancelled", capture_method="manual", status_code="CA-MER01")
+    payment = PaymentFactory(
+        order=order, status="cancelled", capture_method="manual", status_code="CA-MER01"
+    )
     event(payment, PaymentEventKind.SYNCED, "pending", "authorized")
     event(payment, PaymentEventKind.CANCELLED, "authorized", "cancelled")
 

@@ -19,8 +19,8 @@ from checkout.links import order_link, order_link_path, order_token, token_match
 from checkout.models import Order, OrderStatus, Product
 from checkout.ownership import linked_order
 from payments.models import PaymentStatus
-from tests.checkout.support import make_payment, open_challenge
-from tests.factories import ProductFactory
+from tests.checkout.support import open_challenge
+from tests.factories import PaymentFactory, ProductFactory
 from tests.html_tree import html
 from tests.shop import make_order, own, place_order, shopper
 from tests.support import Api
@@ -178,7 +178,7 @@ def test_the_payment_page_of_a_paid_order_sends_to_the_order(mug: Product, statu
     """Also before the order's own sync has run (the shopper presses back at once)."""
     client = shopper()
     order = place_order(client, (mug, 1))
-    make_payment(order, status)
+    PaymentFactory(order=order, status=status)
     assert Order.objects.get(pk=order.pk).status == OrderStatus.AWAITING_PAYMENT
     response = client.get(reverse("checkout:pay", kwargs={"reference": order.reference}))
     assert response.status_code == 302

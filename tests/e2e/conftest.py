@@ -14,8 +14,7 @@ from django.core.management import call_command
 from checkout.models import Product
 from tests.e2e.support import Shop, open_page
 from tests.factories import ProductFactory
-from tests.sandbox.browser.conftest import StaticSite
-from tests.support import Api, clear_cache
+from tests.support import Api, StaticSite, clear_cache
 
 # Playwright's sync API keeps an asyncio event loop in this thread; Django would otherwise
 # refuse database access from the test's own (synchronous) code.

@@ -25,8 +25,7 @@ from tests.e2e.shopper import (
     spaced,
 )
 from tests.e2e.support import DESKTOP, MOBILE, Shop, card_numbers_in, open_page
-from tests.sandbox.browser.conftest import StaticSite
-from tests.support import DECLINED, ROOT, THREE_DS, VISA, wait_until
+from tests.support import DECLINED, ROOT, THREE_DS, VISA, StaticSite, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -297,7 +297,7 @@ def test_refresh_selected_is_what_the_refresh_permission_permits(
 ) -> None:
     """Given staff who may view and refresh payments, when they run refresh_selected, then it
     is run (a refresh only reads the provider), while capture_selected posted by them calls
-    nothing (already covered for cancel_selected in test_admin.py)."""
+    nothing (already covered for cancel_selected in test_admin_bulk_actions.py)."""
     payment = stored_payment()
     client = logged_in(make_staff("reader", "payments.view_payment", "payments.refresh_payment"))
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox.browser.conftest import StaticSite
 from tests.support import (
     AMEX,
     DECLINED,
@@ -19,6 +18,7 @@ from tests.support import (
     VISA,
     Api,
     SandboxProcess,
+    StaticSite,
 )
 
 CARD_FRAME = "#card-element iframe"

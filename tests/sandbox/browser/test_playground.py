@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox.browser.conftest import StaticSite
 from tests.sandbox.browser.test_card_element import fill_card, open_merchant
-from tests.support import ROOT, VISA, SandboxProcess
+from tests.support import ROOT, VISA, SandboxProcess, StaticSite
 
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox.browser.conftest import StaticSite
-from tests.support import THREE_DS, Api, SandboxProcess, WebhookReceiver
+from tests.support import THREE_DS, Api, SandboxProcess, StaticSite, WebhookReceiver
 
 
 def start_challenge(
