@@ -269,9 +269,9 @@ def test_payment_status_changed_moves_the_order(order: Order, run_queued: Any) -
 def test_signal_for_a_payment_of_no_order_is_harmless(order: Order, run_queued: Any) -> None:
     """A payment whose reference matches no order changes nothing, raises nothing, and queues
     no task."""
-    stray = Payment.objects.create(
+    stray = PaymentFactory(
         external_reference="SUB-123", idempotency_key="stray-key", capture_method="automatic",
-        status="approved", amount=Decimal("10.00"),
+        status="approved", amount=Decimal("10.00"), provider_id=None,
     )  # fmt: skip
     payment_status_changed.send(sender=Payment, payment=stray, old_status="", new_status="approved")
     assert run_queued() == []

@@ -43,7 +43,7 @@ from payments.models import (
     Refund,
     Subscription,
 )
-from tests.factories import ProductFactory
+from tests.factories import PaymentFactory, ProductFactory
 from tests.shop import CUSTOMER, make_order, own
 from webhooks.models import WebhookEvent, WebhookState
 
@@ -170,7 +170,7 @@ def _payment(reference: str, status: str, **fields: Any) -> Payment:
         "authorized_at": timezone.now(),
         **fields,
     }
-    return Payment.objects.create(**values)
+    return PaymentFactory(**values)
 
 
 def _browser(warm_up: str, user: Any = None) -> Client:

@@ -1,7 +1,7 @@
 """Helpers of the payments admin tests.
 
 Action tests create payments through the real services (PaymentFactory with the live sandbox as
-`provider`); list tests write rows directly with Payment.objects.create to stay fast. Provider
+`provider`); list tests write rows directly with PaymentFactory to stay fast. Provider
 calls are counted with a latency-only fault (its `hits`), read back from GET /_sandbox/faults.
 """
 
@@ -41,7 +41,7 @@ def stored_payment(reference: str, **fields: Any) -> Payment:
         "card_last_digits": "4242",
         **fields,
     }
-    return Payment.objects.create(**values)
+    return PaymentFactory(**values)
 
 
 def count_calls(provider: Api, path: str = "/", method: str | None = None) -> Callable[[], int]:

@@ -49,6 +49,7 @@ from payments.models import (
     Refund,
     Subscription,
 )
+from tests.factories import PaymentFactory
 from webhooks.models import WebhookEvent, WebhookState
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
@@ -134,7 +135,7 @@ def stored_payment(status: str = PaymentStatus.AUTHORIZED, **fields: Any) -> Pay
         "authorized_at": timezone.now(),
         **fields,
     }
-    return Payment.objects.create(**values)
+    return PaymentFactory(**values)
 
 
 def stored_subscription() -> Subscription:

@@ -21,7 +21,7 @@ from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStat
 from payments.reconciliation import SyncOutcome, payment_sync
 from payments.sealed import seal
 from payments.services import payment_close_unconfirmed
-from tests.factories import ProductFactory
+from tests.factories import PaymentFactory, ProductFactory
 from tests.shop import make_order
 from tests.support import Api
 
@@ -38,14 +38,11 @@ def _order() -> Order:
 def _attempt(
     order: Order, *, status: str = PaymentStatus.UNKNOWN, age_minutes: int = 45, **fields: Any
 ) -> Payment:
-    return Payment.objects.create(
-        external_reference=order.reference,
-        idempotency_key=uuid.uuid4().hex,
-        capture_method="automatic",
-        amount=order.total,
+    return PaymentFactory(
+        order=order,
         status=status,
         created_at=timezone.now() - timedelta(minutes=age_minutes),
-        **fields,
+        **{"provider_id": None, **fields},
     )
 
 

@@ -24,7 +24,7 @@ from payments.reconciliation import (
     payments_reconcile,
 )
 from payments.services import payment_cancel
-from tests.factories import PaymentFactory, ProductFactory, order_reference
+from tests.factories import PaymentFactory, ProductFactory
 from tests.shop import make_order
 from tests.support import DECLINED, THREE_DS, Api
 
@@ -68,12 +68,10 @@ def order_for(**fields: Any) -> Order:
 
 def attempt_in_flight(status: str, minutes_ago: int) -> Payment:
     """A local attempt whose create never answered: no provider id."""
-    return Payment.objects.create(
-        external_reference=order_reference(),
-        idempotency_key=uuid.uuid4().hex,
-        capture_method="automatic",
+    return PaymentFactory(
         amount=Decimal("250.00"),
         status=status,
+        provider_id=None,
         created_at=timezone.now() - timedelta(minutes=minutes_ago),
     )
 

@@ -19,7 +19,7 @@ from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStat
 from payments.services import IllegalTransition, payment_apply, payment_refresh
 from payments.signals import payment_status_changed
 from payments.types import ProviderPayment
-from tests.factories import PaymentFactory, order_reference
+from tests.factories import PaymentFactory
 from tests.support import THREE_DS, Api
 
 pytestmark = pytest.mark.django_db
@@ -303,12 +303,7 @@ def snapshot(
 
 def fresh_payment() -> Payment:
     """A local payment that has not heard from the provider yet."""
-    return Payment.objects.create(
-        external_reference=order_reference(),
-        idempotency_key=uuid.uuid4().hex,
-        capture_method="manual",
-        amount=AMOUNT,
-    )
+    return PaymentFactory(capture_method="manual", amount=AMOUNT, status=PaymentStatus.CREATING)
 
 
 @st.composite

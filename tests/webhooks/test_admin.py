@@ -26,6 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from payments.models import CaptureMethod, Payment, PaymentStatus
+from tests.factories import PaymentFactory
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.queue import PROCESS_TASK
@@ -57,7 +58,7 @@ def stored_payment(**fields: Any) -> Payment:
         "provider_id": str(uuid.uuid4()),
         **fields,
     }
-    return Payment.objects.create(**values)
+    return PaymentFactory(**values)
 
 
 def stored_event(state: str = WebhookState.RECEIVED, **fields: Any) -> WebhookEvent:

@@ -30,13 +30,8 @@ pytestmark = pytest.mark.usefixtures("empty_redis")
 
 def shoppers_attempt(order: Order, status: str, provider_id: str | None = None) -> Payment:
     """The local record of the shopper's attempt to pay `order` (250.00, automatic capture)."""
-    return Payment.objects.create(
-        external_reference=order.reference,
-        idempotency_key=uuid.uuid4().hex,
-        capture_method="automatic",
-        amount=Decimal("250.00"),
-        status=status,
-        provider_id=provider_id,
+    return PaymentFactory(
+        order=order, amount=Decimal("250.00"), status=status, provider_id=provider_id
     )
 
 
