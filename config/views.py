@@ -7,6 +7,7 @@ import time
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -168,3 +169,14 @@ def permission_denied(request: HttpRequest, exception: Exception) -> HttpRespons
     return render(
         request, "403.html", {"reason": reason, "shop_name": settings.SHOP_NAME}, status=403
     )
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """A request refused by the CSRF check (CSRF_FAILURE_VIEW), on the shop's own 403 page:
+    Django's default speaks to the visitor as usted and of DEBUG. For a shopper this is almost
+    always a page left open too long (its token gone with the session) or a second tab."""
+    message = _(
+        "This page was open for too long, or in another tab, so it could not be sent. Reload "
+        "the page and try again."
+    )
+    return permission_denied(request, PermissionDenied(message))

@@ -62,6 +62,8 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+# A form refused by the CSRF check gets the shop's own page, in the visitor's language.
+CSRF_FAILURE_VIEW = "config.views.csrf_failure"
 WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
