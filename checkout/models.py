@@ -13,6 +13,8 @@ from django.utils import timezone
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
+from payments.models import AppendOnlyEntry
+
 # Crockford-style alphabet: no I, L, O or U, so references read aloud without confusion.
 REFERENCE_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -199,7 +201,7 @@ class OrderEventKind(models.TextChoices):
     RESERVED = "reserved", _("Items held again")
 
 
-class OrderEvent(models.Model):
+class OrderEvent(AppendOnlyEntry):
     """Append-only ledger of what staff did to an order (the money is in its payments' ledger)."""
 
     order = models.ForeignKey(
@@ -224,11 +226,6 @@ class OrderEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()}: {self.message}"
-
-    def save(self, *args: object, **kwargs: object) -> None:
-        if self.pk is not None:
-            raise ValueError("order events are append-only")
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
 
 
 class OrderMailKind(models.TextChoices):

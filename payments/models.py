@@ -251,7 +251,23 @@ class PaymentEventKind(models.TextChoices):
     ANOMALY = "anomaly", _("Provider anomaly")
 
 
-class PaymentEvent(models.Model):
+class AppendOnlyEntry(models.Model):
+    """An entry of a ledger (a payment's, an order's): written once, then never changed or
+    deleted, since it is the record of what happened."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.pk is not None:
+            raise ValueError(f"{self._meta.verbose_name_plural} are append-only")
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
+        raise ValueError(f"{self._meta.verbose_name_plural} are append-only")
+
+
+class PaymentEvent(AppendOnlyEntry):
     """Append-only ledger of everything that happened to a payment."""
 
     payment = models.ForeignKey(
@@ -283,14 +299,6 @@ class PaymentEvent(models.Model):
     def __str__(self) -> str:
         change = "→".join(status_label(s) for s in (self.old_status, self.new_status))
         return f"{self.get_kind_display()} {change}".strip()
-
-    def save(self, *args: object, **kwargs: object) -> None:
-        if self.pk is not None:
-            raise ValueError("payment events are append-only")
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
-
-    def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
-        raise ValueError("payment events are append-only")
 
 
 class Refund(models.Model):
