@@ -5,10 +5,9 @@ from checkout.selectors import order_payments
 from checkout.services.duplicate_charges import charges_held, order_release_duplicates
 from checkout.services.mail import order_mail_send, orders_list_send, queue_order_mails
 from checkout.services.mails_due import order_mails_due
+from checkout.services.order_status import PAID_STATUSES, derive_order_status
 from checkout.services.orders import (
-    PAID_STATUSES,
     CheckoutError,
-    derive_order_status,
     order_as_paid_now,
     order_create_from_cart,
     order_sync_status,

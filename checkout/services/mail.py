@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from checkout.installments import order_installments
 from checkout.links import order_link
 from checkout.models import Order, OrderMail, OrderMailKind
+from checkout.queue import MAIL_SEND_TASK, queue_on_commit
 from checkout.selectors import order_payments
 from checkout.services.mails_due import order_mails_due
 from payments.models import Payment, PaymentStatus
@@ -43,8 +44,6 @@ def queue_order_mails(order: Order) -> list[int]:
     changed the order, with the order row locked (`select_for_update`); it may run any number
     of times (duplicate notifications, retries): a mail is created, and queued, once. Returns
     the ids of the mails it created."""
-    from checkout import tasks  # checkout.tasks imports the services
-
     due = order_mails_due(order)
     if not due:
         return []
@@ -64,10 +63,7 @@ def queue_order_mails(order: Order) -> list[int]:
         )
         if new:
             created.append(mail.pk)
-            transaction.on_commit(
-                lambda pk=mail.pk: tasks.order_mail_send_task.delay(pk),  # type: ignore[misc]
-                robust=True,
-            )
+            queue_on_commit(MAIL_SEND_TASK, mail.pk)
     if created:
         logger.info("order %s: %d mail(s) queued", order.reference, len(created))
     return created

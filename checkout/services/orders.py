@@ -12,11 +12,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from checkout import tasks
 from checkout.cart import Cart
 from checkout.ledger import PAID_AFTER_EXPIRY
 from checkout.models import (
-    PAYABLE_STATUSES,
     Fulfilment,
     Order,
     OrderEventKind,
@@ -24,11 +22,16 @@ from checkout.models import (
     OrderStatus,
     Product,
 )
+from checkout.queue import RELEASE_DUPLICATES_TASK, queue_on_commit
 from checkout.selectors import order_payments
 from checkout.services.duplicate_charges import charges_held
 from checkout.services.mail import queue_order_mails
+from checkout.services.order_status import (
+    PAID_STATUSES,
+    derive_order_status,
+    status_given,
+)
 from checkout.services.stock import OutOfStock, order_restock_unshipped, order_take_back, record
-from payments.models import IN_FLIGHT, Payment, PaymentStatus
 from payments.selectors import recently_changed_references
 
 logger = logging.getLogger(__name__)
@@ -97,36 +100,6 @@ def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: st
     return order
 
 
-def derive_order_status(payments_of_order: list[Payment]) -> str:
-    """What the order's payments say about it, best outcome first (idempotent, so duplicate
-    or late notifications can only land in the same place)."""
-    by_status: dict[str, list[Payment]] = {}
-    for payment in payments_of_order:
-        by_status.setdefault(payment.status, []).append(payment)
-    if approved := by_status.get(PaymentStatus.APPROVED):
-        if any(p.refunded_amount > 0 for p in approved):
-            return OrderStatus.PARTIALLY_REFUNDED
-        return OrderStatus.PAID
-    cancelled = by_status.get(PaymentStatus.CANCELLED, [])
-    if PaymentStatus.REFUNDED in by_status or any(p.captured_amount > 0 for p in cancelled):
-        return OrderStatus.REFUNDED
-    if PaymentStatus.AUTHORIZED in by_status:
-        return OrderStatus.AUTHORIZED
-    if any(p.cancelled_before_capture for p in cancelled):
-        return OrderStatus.CANCELLED
-    if not payments_of_order:
-        return OrderStatus.AWAITING_PAYMENT
-    latest = payments_of_order[-1]
-    if latest.status in IN_FLIGHT:
-        return OrderStatus.AWAITING_PAYMENT
-    if latest.status == PaymentStatus.PENDING:
-        return OrderStatus.AWAITING_AUTHENTICATION
-    return OrderStatus.PAYMENT_FAILED
-
-
-PAID_STATUSES = (OrderStatus.PAID, OrderStatus.AUTHORIZED)
-
-
 def order_sync_status(*, order_id: int) -> Order | None:
     """Move the order to what its payments say; release stock once if it is cancelled; give
     back a second charge, or a charge that came after the order expired with its items gone."""
@@ -135,15 +108,12 @@ def order_sync_status(*, order_id: int) -> Order | None:
         if order is None:
             return None
         attempts = order_payments(order)
-        new = _status_given(order, attempts)
+        new = status_given(order, attempts)
         if order.status == OrderStatus.EXPIRED:
             new = _after_expiry(order, new)
         held = len(charges_held(attempts))
         if held > 1 or (held and new == OrderStatus.EXPIRED):
-            reference = order.reference
-            transaction.on_commit(
-                lambda: tasks.order_release_duplicates_task.delay(reference), robust=True
-            )
+            queue_on_commit(RELEASE_DUPLICATES_TASK, order.reference)
         if new != order.status:
             logger.info("order %s: %s -> %s", order.reference, order.status, new)
             order.status = new
@@ -186,16 +156,7 @@ def _out_of_step(order: Order) -> bool:
     attempts = order_payments(order)
     if order.status == OrderStatus.EXPIRED:  # it stays so, unless a charge is held
         return bool(charges_held(attempts))
-    return _status_given(order, attempts) != order.status
-
-
-def _status_given(order: Order, attempts: list[Payment]) -> str:
-    """What the payments say of the order, except that an order the shop closed itself
-    (cancelled by staff before any payment went through) does not become payable again."""
-    new = derive_order_status(attempts)
-    if order.status == OrderStatus.CANCELLED and new in PAYABLE_STATUSES:
-        return OrderStatus.CANCELLED
-    return new
+    return status_given(order, attempts) != order.status
 
 
 def order_as_paid_now(order: Order) -> Order:

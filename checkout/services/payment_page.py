@@ -13,7 +13,8 @@ from django.views.decorators.debug import sensitive_variables
 
 from checkout.models import Order
 from checkout.selectors import order_payments
-from checkout.services.orders import CheckoutError, derive_order_status, order_as_paid_now
+from checkout.services.order_status import derive_order_status
+from checkout.services.orders import CheckoutError, order_as_paid_now
 from checkout.services.reservations import order_expire, reservation_over
 from payments import services as payments
 from payments.errors import PaymentAttemptBlocked, PaymentError, PaymentOutcomeUnknown

@@ -16,9 +16,9 @@ from django.utils import timezone
 from checkout.ledger import NOT_PAID_IN_TIME
 from checkout.models import PAYABLE_STATUSES, Fulfilment, Order, OrderEventKind, OrderStatus
 from checkout.selectors import order_payments
-from checkout.services import orders  # as a module: orders -> tasks -> this module
 from checkout.services.duplicate_charges import charges_held
 from checkout.services.mail import queue_order_mails
+from checkout.services.order_status import derive_order_status
 from checkout.services.stock import order_restock_unshipped, record
 from payments.models import PaymentStatus
 
@@ -53,7 +53,7 @@ def order_expire(*, order_id: int) -> bool:
         )
         if order is None:
             return False
-        if orders.derive_order_status(order_payments(order)) not in PAYABLE_STATUSES:
+        if derive_order_status(order_payments(order)) not in PAYABLE_STATUSES:
             return False  # paid or held a moment ago: its sync (queued) moves it
         order.status = OrderStatus.EXPIRED
         order.fulfilment = Fulfilment.CANCELLED
