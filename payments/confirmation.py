@@ -15,7 +15,8 @@ from payments.client import get_client
 from payments.errors import InvalidRequest, PaymentOutcomeUnknown, ProviderApiError
 from payments.models import IN_FLIGHT, Payment, PaymentEventKind, PaymentStatus
 from payments.sealed import unseal
-from payments.services import _apply_in_transaction, _mark
+from payments.services.attempts import mark_attempt
+from payments.services.snapshots import apply_in_transaction
 
 logger = logging.getLogger(__name__)
 
@@ -35,14 +36,14 @@ def payment_confirm_create(*, payment: Payment) -> Payment:
     except InvalidRequest as exc:
         # A refusal of this very request (e.g. its card token has expired since): nothing was
         # created with this key, and nothing ever will be.
-        _mark(payment, PaymentStatus.FAILED, PaymentEventKind.FAILED, exc)
+        mark_attempt(payment, PaymentStatus.FAILED, PaymentEventKind.FAILED, exc)
         logger.warning("payment %s not created: %s", payment.pk, exc)
         _forget_request(payment)
         return payment
     except ProviderApiError as exc:  # no answer, a server failure, or not this request's
         logger.info("payment %s: create still unconfirmed (%s)", payment.pk, exc)
         raise PaymentOutcomeUnknown("The provider has not confirmed the payment yet.") from exc
-    confirmed = _apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
+    confirmed = apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
     _forget_request(confirmed)
     logger.warning("payment %s confirmed at the provider as %s", payment.pk, remote.id)
     return confirmed

@@ -621,9 +621,9 @@ def _break(monkeypatch: pytest.MonkeyPatch, where: str = "transport") -> None:
     if where == "transport":
         monkeypatch.setattr(get_client().session, "request", broken_request)
     else:
-        import payments.services
+        import payments.services.snapshots
 
-        monkeypatch.setattr(payments.services, "local_status", broken_status)
+        monkeypatch.setattr(payments.services.snapshots, "local_status", broken_status)
 
 
 def _attempt(harness: Harness, browser: Client, order: Order) -> HttpResponse:

@@ -1,0 +1,262 @@
+"""Staff actions on a payment: capture, cancel and refund. Each is checked against the payment's
+status, claims the payment (payments/services/claims.py), makes its provider call with no lock
+held, and applies the answer in a short transaction; a failure is recorded in the ledger and
+raised as the shop's error, with the payment refreshed when the answer was lost."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from decimal import Decimal
+from typing import TypeVar
+
+from django.db import transaction
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from payments import ledger
+from payments.client import get_client, new_idempotency_key
+from payments.errors import (
+    Conflict,
+    OutcomeUnknown,
+    PaymentError,
+    PaymentNotAllowed,
+    PaymentRefused,
+    ProviderApiError,
+    ProviderDown,
+    ProviderUnavailable,
+)
+from payments.messages import refusal_message
+from payments.models import Payment, PaymentEventKind, PaymentIntent, PaymentStatus, Refund
+from payments.services.claims import claim_payment, release_claim
+from payments.services.records import Actor, acting_user, check_amount, record_event
+from payments.services.snapshots import (
+    IllegalTransition,
+    apply_in_transaction,
+    apply_snapshot,
+    payment_refresh,
+)
+from payments.types import ProviderPayment
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+# What staff read when an action's answer is lost (it may have been done: the payment is read
+# again), or when the provider could not be reached at all (then it was not).
+NOT_CONFIRMED = {
+    "capture": gettext_lazy(
+        "The payment service did not confirm the capture. The payment was refreshed; check its "
+        "status before trying again."
+    ),
+    "cancellation": gettext_lazy(
+        "The payment service did not confirm the cancellation. The payment was refreshed; "
+        "check its status before trying again."
+    ),
+    "refund": gettext_lazy(
+        "The payment service did not confirm the refund. The payment was refreshed; check its "
+        "status before trying again."
+    ),
+}
+NOT_SENT = {
+    "capture": gettext_lazy("The payment service is not reachable; the capture was not made."),
+    "cancellation": gettext_lazy(
+        "The payment service is not reachable; the cancellation was not made."
+    ),
+    "refund": gettext_lazy("The payment service is not reachable; the refund was not made."),
+}
+
+
+def _action_failed(
+    payment: Payment, error: ProviderApiError, *, actor: Actor, action: str
+) -> PaymentError:
+    """Record a failed staff action and the domain error to show; learn the truth if unknown."""
+    kind = (
+        PaymentEventKind.OUTCOME_UNKNOWN
+        if isinstance(error, OutcomeUnknown)
+        else (PaymentEventKind.FAILED)
+    )
+    with transaction.atomic():
+        locked = Payment.objects.select_for_update().get(pk=payment.pk)
+        record_event(
+            locked,
+            kind,
+            actor=actor,
+            old=locked.status,
+            new=locked.status,
+            message=ledger.ACTION_FAILED(action=action, error=error.message),
+            error_code=error.error_code,
+        )
+        locked.last_error = f"{action}: {error}"[:500]
+        locked.save(update_fields=["last_error", "updated_at"])
+        release_claim(locked)
+    payment.refresh_from_db()
+    if isinstance(error, OutcomeUnknown):
+        try:
+            payment_refresh(payment=payment, actor=actor)
+        except PaymentError:
+            pass
+        return ProviderDown(str(NOT_CONFIRMED[action]))
+    if isinstance(error, Conflict):
+        # The payment moved at the provider (e.g. captured elsewhere): bring it up to date.
+        try:
+            payment_refresh(payment=payment, actor=actor)
+        except PaymentError:
+            pass
+        return PaymentRefused(f"{refusal_message(error)} The payment was refreshed.")
+    if isinstance(error, ProviderUnavailable):
+        return ProviderDown(str(NOT_SENT[action]))
+    return PaymentRefused(refusal_message(error))
+
+
+def _claimed_call(
+    payment: Payment,
+    call: Callable[[], T],
+    *,
+    intent: str,
+    status: str,
+    action: str,
+    actor: Actor,
+) -> T:
+    """Claim the payment for a staff action and make its provider call; a failure is recorded
+    in the ledger, the claim released, and raised as the shop's error."""
+    claim_payment(payment, intent, status)
+    try:
+        return call()
+    except ProviderApiError as exc:
+        raise _action_failed(payment, exc, actor=actor, action=action) from exc
+
+
+def payment_capture(
+    *, payment: Payment, amount: Decimal | None = None, actor: Actor = None
+) -> Payment:
+    """Capture an authorization, in full or in part (0 < amount <= authorized amount)."""
+    payment.refresh_from_db()
+    if not payment.can_capture():
+        raise PaymentNotAllowed(
+            _("Only an authorized payment can be captured; this one is %(status)s.")
+            % {"status": str(payment.get_status_display()).lower()}
+        )
+    amount = payment.amount if amount is None else amount
+    check_amount(amount, maximum=payment.amount)
+    remote = _claimed_call(
+        payment,
+        lambda: get_client().capture_payment(
+            payment.provider_id or "", amount=amount, idempotency_key=new_idempotency_key()
+        ),
+        intent=PaymentIntent.CAPTURE,
+        status=PaymentStatus.AUTHORIZED,
+        action="capture",
+        actor=actor,
+    )
+    return apply_in_transaction(
+        payment.pk,
+        remote,
+        kind=PaymentEventKind.CAPTURED,
+        actor=actor,
+        amount=amount,
+        release_intent=True,
+    )
+
+
+def payment_cancel(*, payment: Payment, actor: Actor = None) -> Payment:
+    """Cancel an authorization: the hold is released and nothing is charged."""
+    payment.refresh_from_db()
+    if not payment.can_cancel():
+        raise PaymentNotAllowed(
+            _("Only an authorized payment can be cancelled; this one is %(status)s.")
+            % {"status": str(payment.get_status_display()).lower()}
+        )
+    remote = _claimed_call(
+        payment,
+        lambda: get_client().cancel_payment(
+            payment.provider_id or "", idempotency_key=new_idempotency_key()
+        ),
+        intent=PaymentIntent.CANCEL,
+        status=PaymentStatus.AUTHORIZED,
+        action="cancellation",
+        actor=actor,
+    )
+    return apply_in_transaction(
+        payment.pk, remote, kind=PaymentEventKind.CANCELLED, actor=actor, release_intent=True
+    )
+
+
+def payment_refund(
+    *, payment: Payment, amount: Decimal | None = None, reason: str = "", actor: Actor = None
+) -> Refund:
+    """Refund a charge, in full or in part (0 < amount <= what is left to refund)."""
+    payment.refresh_from_db()
+    if not payment.can_refund():
+        raise PaymentNotAllowed(
+            _(
+                "Only a charged payment with money left to refund can be refunded; this one is "
+                "%(status)s."
+            )
+            % {"status": str(payment.get_status_display()).lower()}
+        )
+    left = payment.refundable_amount
+    amount = left if amount is None else amount
+    check_amount(amount, maximum=left)
+    remote_refund = _claimed_call(
+        payment,
+        lambda: get_client().refund(
+            payment.provider_id or "",
+            amount=amount,
+            reason=reason[:255],
+            idempotency_key=new_idempotency_key(),
+        ),
+        intent=PaymentIntent.REFUND,
+        status=PaymentStatus.APPROVED,
+        action="refund",
+        actor=actor,
+    )
+    refund = Refund.objects.create(
+        payment=payment,
+        provider_id=remote_refund.id,
+        amount=remote_refund.amount,
+        status=remote_refund.status,
+        reason=reason[:255],
+        actor=acting_user(actor),
+    )
+    _refund_settle(payment, refund, actor=actor)
+    payment.refresh_from_db()
+    return refund
+
+
+def _refund_settle(payment: Payment, refund: Refund, *, actor: Actor) -> None:
+    """After a refund: read the payment's new amounts, record the refund once in the ledger,
+    release the claim. If the read fails, the refund is recorded and the amounts arrive with
+    the payment's next refresh."""
+    try:
+        remote: ProviderPayment | None = get_client().get_payment(payment.provider_id or "")
+        message = ledger.REFUND(refund=refund.provider_id)
+    except ProviderApiError as exc:
+        remote = None
+        message = ledger.REFUND_UNREAD(refund=refund.provider_id, error=exc.message)
+    with transaction.atomic():
+        locked = Payment.objects.select_for_update().get(pk=payment.pk)
+        old = locked.status
+        recorded = False
+        if remote is not None:
+            try:
+                recorded = apply_snapshot(
+                    locked,
+                    remote,
+                    kind=PaymentEventKind.REFUNDED,
+                    actor=actor,
+                    amount=refund.amount,
+                )
+            except IllegalTransition as exc:
+                logger.error("payment %s after refund: %s", payment.pk, exc)
+        if not recorded:
+            record_event(
+                locked,
+                PaymentEventKind.REFUNDED,
+                actor=actor,
+                old=old,
+                new=locked.status,
+                amount=refund.amount,
+                message=message,
+            )
+        release_claim(locked)
