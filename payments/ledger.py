@@ -59,7 +59,7 @@ SENTENCES = [
     *CLIENT_SENTENCES,
     ACTION_FAILED,  # last: any "word: text" could look like it
 ]
-# A status detail as `_apply` writes it: "<code> <the provider's message>".
+# A status detail as `apply_snapshot` writes it: "<code> <the provider's message>".
 DETAIL = re.compile(r"(?P<code>[A-Z]{2}-[A-Z0-9]{5})(?: (?P<message>.*))?", re.S)
 
 

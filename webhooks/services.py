@@ -68,7 +68,7 @@ def webhook_receive(*, notification: Notification, remote_addr: str | None) -> i
 # --- Processing ---------------------------------------------------------------------------
 
 
-def _claim(payment_id: str, task_id: str, now: datetime) -> list[int]:
+def claim_events(payment_id: str, task_id: str, now: datetime) -> list[int]:
     """Take the events waiting for this payment (and any this task already held before a retry
     or a crash). Rows another task or the relay has locked are skipped, not waited for: that
     task is claiming them, and a second claimer has nothing to add."""
@@ -117,7 +117,7 @@ def webhook_process(*, payment_id: str, task_id: str) -> ProcessOutcome:
     """Refetch the payment for every notification waiting for it: one provider call however
     many there are. Raises `RetryLater` while the provider is unreachable."""
     unmark_queued(payment_id)  # from here on, a new notification queues a new task
-    ids = _claim(payment_id, task_id, timezone.now())
+    ids = claim_events(payment_id, task_id, timezone.now())
     if not ids:
         return ProcessOutcome.COALESCED
     if not Payment.objects.filter(provider_id=payment_id).exists():

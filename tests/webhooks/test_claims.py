@@ -14,7 +14,7 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.services import _claim
+from webhooks.services import claim_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,7 +60,7 @@ def test_four_claimers_at_once_take_every_event_exactly_once() -> None:
     def claimer(task_id: str) -> None:
         barrier.wait()
         mine: list[int] = []
-        while got := _claim(payment_id, task_id, timezone.now()):
+        while got := claim_events(payment_id, task_id, timezone.now()):
             mine += got
             WebhookEvent.objects.filter(pk__in=got).update(state=WebhookState.PROCESSED)
         claimed[task_id] = mine
@@ -91,7 +91,7 @@ def test_a_second_claimer_does_not_wait_for_the_first() -> None:
 
     def first() -> None:
         with transaction.atomic():
-            first_claimed.extend(_claim(payment_id, "first", timezone.now()))
+            first_claimed.extend(claim_events(payment_id, "first", timezone.now()))
             first_holds.set()
             release.wait(timeout=60)
 
@@ -102,7 +102,7 @@ def test_a_second_claimer_does_not_wait_for_the_first() -> None:
         second_claimed: list[list[int]] = []
         second = threading.Thread(
             target=in_thread(
-                lambda: second_claimed.append(_claim(payment_id, "second", timezone.now()))
+                lambda: second_claimed.append(claim_events(payment_id, "second", timezone.now()))
             )
         )
         second.start()
