@@ -240,6 +240,20 @@ class Api:
         assert response.status_code == 200, response.text
         return decimal_json(response)
 
+    def add_fault(self, **spec: Any) -> int:
+        """A fault of the sandbox (`/_sandbox/faults`: path, method, status, latency_ms,
+        times...); its id."""
+        response = self.post("/_sandbox/faults", spec)
+        assert response.status_code == 201, response.text
+        return response.json()["id"]
+
+    def fault(self, fault_id: int) -> dict[str, Any]:
+        return next(f for f in self.get("/_sandbox/faults").json() if f["id"] == fault_id)
+
+    def fault_hits(self, fault_id: int) -> int:
+        """How many requests the fault has matched."""
+        return self.fault(fault_id)["hits"]
+
     def payments(self) -> list[dict[str, Any]]:
         return decimal_json(self.get("/_sandbox/payments"))
 

@@ -12,7 +12,7 @@ from typing import Any
 from payments.client import PaymentsClient, default_retry
 from payments.errors import ProviderApiError
 from payments.types import ProviderPayment
-from tests.support import CVV_FOR, VISA, Api
+from tests.support import CVV_FOR, VISA
 
 # A subscription seeded by every sandbox reset (sandbox/provider/subscriptions.py).
 SEEDED_SUBSCRIPTION = "6f1c2a8e-3b4d-4e5f-9a7b-1c2d3e4f5a6b"
@@ -50,16 +50,6 @@ def pay(client: PaymentsClient, number: str = VISA, **kwargs: Any) -> ProviderPa
     return client.create_payment(
         body=payment_body(token_for(client, number), **kwargs), idempotency_key=key()
     )
-
-
-def add_fault(provider: Api, **fault: Any) -> int:
-    response = provider.post("/_sandbox/faults", fault)
-    assert response.status_code == 201, response.text
-    return response.json()["id"]
-
-
-def fault(provider: Api, fault_id: int) -> dict[str, Any]:
-    return next(f for f in provider.get("/_sandbox/faults").json() if f["id"] == fault_id)
 
 
 def assert_provider_error(

@@ -11,9 +11,7 @@ from payments.client import PaymentsClient, get_client
 from payments.errors import InvalidRequest, OutcomeUnknown, ProviderApiError, ProviderUnavailable
 from tests.payments.client_support import (
     REQUEST_ID,
-    add_fault,
     assert_provider_error,
-    fault,
     key,
     pay,
     payment_body,
@@ -27,16 +25,16 @@ def test_get_retried_after_injected_503s(provider: Api) -> None:
     """A GET that meets two 503s is retried and succeeds on the third call."""
     client = get_client()
     payment = pay(client)
-    failing = add_fault(provider, path="/payments", method="GET", status=503, times=2)
+    failing = provider.add_fault(path="/payments", method="GET", status=503, times=2)
     # Taken only once the 503 fault is used up: it counts the call that got through.
-    counter = add_fault(provider, path="/payments", method="GET", latency_ms=1)
+    counter = provider.add_fault(path="/payments", method="GET", latency_ms=1)
 
     read = client.get_payment(payment.id)
 
     assert read.id == payment.id
     # `hits` counts the calls a fault answered: 2 faulted + 1 passed through = 3 calls.
-    assert (fault(provider, failing)["hits"], fault(provider, failing)["remaining"]) == (2, 0)
-    assert fault(provider, counter)["hits"] == 1
+    assert (provider.fault(failing)["hits"], provider.fault(failing)["remaining"]) == (2, 0)
+    assert provider.fault(counter)["hits"] == 1
 
 
 @pytest.mark.sandbox
@@ -44,7 +42,7 @@ def test_get_always_503_raises_provider_unavailable(provider: Api) -> None:
     """A GET that always meets 503 raises ProviderUnavailable after 1 + 3 attempts."""
     client = get_client()
     payment = pay(client)
-    failing = add_fault(provider, path="/payments", method="GET", status=503)
+    failing = provider.add_fault(path="/payments", method="GET", status=503)
 
     with pytest.raises(ProviderUnavailable) as caught:
         client.get_payment(payment.id)
@@ -52,7 +50,7 @@ def test_get_always_503_raises_provider_unavailable(provider: Api) -> None:
     assert type(caught.value) is ProviderUnavailable
     assert caught.value.http_status == 503
     assert REQUEST_ID.match(caught.value.request_id)
-    assert fault(provider, failing)["hits"] == 4
+    assert provider.fault(failing)["hits"] == 4
 
 
 @pytest.mark.sandbox
@@ -74,15 +72,15 @@ def test_lost_post_answer_is_retried_with_same_key(provider: Api) -> None:
     """A POST processed but answered 502 is retried with its key and returns that payment."""
     client = get_client()
     body = payment_body(token_for(client))
-    lost = add_fault(
-        provider, path="/payments", method="POST", status=502, times=1, after_processing=True
+    lost = provider.add_fault(
+        path="/payments", method="POST", status=502, times=1, after_processing=True
     )
 
     payment = client.create_payment(body=body, idempotency_key=key())
 
     assert payment.status == "approved"
     assert [p["id"] for p in provider.payments()] == [payment.id]
-    assert fault(provider, lost)["hits"] == 1
+    assert provider.fault(lost)["hits"] == 1
 
 
 @pytest.mark.sandbox
@@ -91,7 +89,7 @@ def test_post_timing_out_every_attempt_raises_outcome_unknown(provider: Api, set
     settings.PAYMENTS_READ_TIMEOUT = 0.5
     client = PaymentsClient.from_settings()
     body = payment_body(token_for(client))
-    slow = add_fault(provider, path="/payments", method="POST", latency_ms=1500)
+    slow = provider.add_fault(path="/payments", method="POST", latency_ms=1500)
 
     with pytest.raises(ProviderApiError) as caught:
         client.create_payment(body=body, idempotency_key=key())
@@ -100,7 +98,7 @@ def test_post_timing_out_every_attempt_raises_outcome_unknown(provider: Api, set
     assert not isinstance(caught.value, InvalidRequest)
     # And it did happen: the slow sandbox created exactly one payment (the retries replayed).
     wait_until(lambda: len(provider.payments()) == 1, timeout=10)
-    hits = fault(provider, slow)["hits"]
+    hits = provider.fault(slow)["hits"]
     assert 2 <= hits <= 4
     # Once the sandbox has answered every request the client gave up on, still one payment.
     wait_until(lambda: abandoned_requests(provider.base_url) == 0, timeout=10)
@@ -115,15 +113,15 @@ def test_post_answered_500_after_processing_is_sent_again_and_returns_the_paymen
     what it did: the one payment, not a second."""
     client = get_client()
     body = payment_body(token_for(client))
-    lost = add_fault(
-        provider, path="/payments", method="POST", status=500, times=1, after_processing=True
+    lost = provider.add_fault(
+        path="/payments", method="POST", status=500, times=1, after_processing=True
     )
 
     payment = client.create_payment(body=body, idempotency_key=key())
 
     assert payment.status == "approved"
     assert [p["id"] for p in provider.payments()] == [payment.id]
-    assert fault(provider, lost)["hits"] == 1
+    assert provider.fault(lost)["hits"] == 1
 
 
 @pytest.mark.sandbox
@@ -132,11 +130,11 @@ def test_post_always_500_raises_outcome_unknown_after_sending_it_again(provider:
     (what happened is still to be learned), not a refusal."""
     client = get_client()
     body = payment_body(token_for(client))
-    failing = add_fault(provider, path="/payments", method="POST", status=500)
+    failing = provider.add_fault(path="/payments", method="POST", status=500)
 
     with pytest.raises(ProviderApiError) as caught:
         client.create_payment(body=body, idempotency_key=key())
 
     assert_provider_error(caught.value, OutcomeUnknown, 500, "AI1899")
-    assert fault(provider, failing)["hits"] == 4
+    assert provider.fault(failing)["hits"] == 4
     assert provider.payments() == []

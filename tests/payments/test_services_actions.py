@@ -44,20 +44,9 @@ def staff(django_user_model: Any) -> Any:
     )
 
 
-def add_fault(provider: Api, **spec: Any) -> int:
-    response = provider.post("/_sandbox/faults", spec)
-    assert response.status_code == 201, response.text
-    return response.json()["id"]
-
-
 def probe(provider: Api, path: str, method: str) -> int:
     """A 1 ms latency fault that only counts the matching provider calls."""
-    return add_fault(provider, path=path, method=method, latency_ms=1)
-
-
-def fault_hits(provider: Api, fault_id: int) -> int:
-    faults = {f["id"]: f for f in provider.get("/_sandbox/faults").json()}
-    return faults[fault_id]["hits"]
+    return provider.add_fault(path=path, method=method, latency_ms=1)
 
 
 def kinds(payment: Payment) -> list[str]:
@@ -133,7 +122,7 @@ def test_bad_capture_amount_changes_nothing(provider: Api, staff: Any, amount: A
 
     # Then the error is readable and nothing changed anywhere
     assert caught.value.message
-    assert fault_hits(provider, patches) == 0
+    assert provider.fault_hits(patches) == 0
     assert provider.payment(payment.provider_id)["version"] == version
     payment.refresh_from_db()
     assert (payment.status, payment.intent) == (PaymentStatus.AUTHORIZED, "")
@@ -167,7 +156,7 @@ def test_capture_or_cancel_needs_an_authorization(
 
     # Then it is refused with its status in the message, and the provider is not called
     assert payment.get_status_display().lower() in caught.value.message
-    assert fault_hits(provider, patches) == 0
+    assert provider.fault_hits(patches) == 0
     payment.refresh_from_db()
     assert payment.status == status
     assert kinds(payment) == [PaymentEventKind.CREATED]
@@ -184,7 +173,7 @@ def test_capture_of_a_cancelled_authorization_is_refused(provider: Api, staff: A
         payment_capture(payment=payment, amount=None, actor=staff)
     with pytest.raises(PaymentNotAllowed):
         payment_cancel(payment=payment, actor=staff)
-    assert fault_hits(provider, patches) == 0
+    assert provider.fault_hits(patches) == 0
 
 
 # --- Cancel ----------------------------------------------------------------------------------
@@ -280,7 +269,7 @@ def test_refund_never_above_what_is_left(provider: Api, staff: Any, amount: Any)
 
     # Then it is refused with a readable message and nothing changed
     assert caught.value.message
-    assert fault_hits(provider, refunds) == 0
+    assert provider.fault_hits(refunds) == 0
     assert provider.payment(payment.provider_id)["version"] == version
     payment.refresh_from_db()
     assert (payment.refunded_amount, payment.intent) == (Decimal("100.00"), "")
@@ -298,7 +287,7 @@ def test_refund_needs_a_charge(provider: Api, staff: Any, number: str) -> None:
     # When staff refund it; then it is refused without a provider call
     with pytest.raises(PaymentNotAllowed):
         payment_refund(payment=payment, amount=Decimal("10.00"), actor=staff)
-    assert fault_hits(provider, refunds) == 0
+    assert provider.fault_hits(refunds) == 0
     assert not Refund.objects.exists()
 
 
@@ -312,7 +301,7 @@ def test_fully_refunded_charge_cannot_be_refunded_again(provider: Api, staff: An
     # When staff refund again; then it is refused without a provider call
     with pytest.raises(PaymentNotAllowed):
         payment_refund(payment=payment, amount=Decimal("1.00"), actor=staff)
-    assert fault_hits(provider, refunds) == 0
+    assert provider.fault_hits(refunds) == 0
 
 
 # --- Provider failures -----------------------------------------------------------------------
@@ -325,8 +314,7 @@ def test_capture_answered_500_once_is_sent_again_with_its_key_and_made_once(
     provider's stored answer comes back, and the money is captured once."""
     # Given an authorization and a provider that captures but answers the next PATCH with 500
     payment = authorized(provider)
-    add_fault(
-        provider,
+    provider.add_fault(
         path="/payments",
         method="PATCH",
         status=500,
@@ -356,7 +344,7 @@ def test_capture_always_answered_500_is_unconfirmed_never_refused(
     again), in the staff member's language; never as refused or "not made"."""
     # Given an authorization and a provider failing every PATCH
     payment = authorized(provider)
-    add_fault(provider, path="/payments", method="PATCH", status=500, error_code="AI1899")
+    provider.add_fault(path="/payments", method="PATCH", status=500, error_code="AI1899")
 
     # When staff capture it, in the Spanish admin
     with translation.override("es"), pytest.raises(ProviderDown) as caught:
@@ -398,7 +386,7 @@ def test_refund_always_answered_500_is_unconfirmed(provider: Api, staff: Any) ->
     is refunded locally (the provider made none)."""
     # Given a charge and a provider failing every refund
     payment = approved(provider)
-    add_fault(provider, path="/refunds", method="POST", status=500, error_code="AI1899")
+    provider.add_fault(path="/refunds", method="POST", status=500, error_code="AI1899")
 
     # When staff refund it (in English)
     with translation.override("en"), pytest.raises(ProviderDown) as caught:
@@ -420,8 +408,8 @@ def test_lost_capture_answer_raises_provider_down_and_refreshes(
     """A capture whose answer is lost (502) raises ProviderDown and the payment is refreshed."""
     # Given an authorization and a provider whose PATCH answers are all lost
     payment = authorized(provider)
-    add_fault(
-        provider, path="/payments", method="PATCH", status=502, after_processing=processed, times=10
+    provider.add_fault(
+        path="/payments", method="PATCH", status=502, after_processing=processed, times=10
     )
 
     # When staff capture it
@@ -448,8 +436,8 @@ def test_lost_cancel_answer_raises_provider_down_and_refreshes(provider: Api, st
     """A cancellation whose answer is lost raises ProviderDown; the refresh shows it cancelled."""
     # Given an authorization and a provider that cancels but loses every answer
     payment = authorized(provider)
-    add_fault(
-        provider, path="/payments", method="PATCH", status=502, after_processing=True, times=10
+    provider.add_fault(
+        path="/payments", method="PATCH", status=502, after_processing=True, times=10
     )
 
     # When staff cancel it; then ProviderDown, and the payment is refreshed to cancelled
@@ -506,7 +494,7 @@ def test_cancelling_an_inactive_subscription_is_refused(provider: Api, staff: An
     # When staff cancel it again; then it is refused without a provider call
     with pytest.raises(PaymentNotAllowed):
         subscription_cancel(subscription=subscription, actor=staff)
-    assert fault_hits(provider, puts) == 0
+    assert provider.fault_hits(puts) == 0
 
 
 @pytest.mark.parametrize("provider_id", [str(uuid.uuid4()), "not-a-uuid"])

@@ -71,17 +71,6 @@ def attempt(
     )
 
 
-def add_fault(provider: Api, **spec: Any) -> int:
-    response = provider.post("/_sandbox/faults", spec)
-    assert response.status_code == 201, response.text
-    return response.json()["id"]
-
-
-def fault_hits(provider: Api, fault_id: int) -> int:
-    faults = {f["id"]: f for f in provider.get("/_sandbox/faults").json()}
-    return faults[fault_id]["hits"]
-
-
 def kinds(payment: Payment) -> list[str]:
     return list(payment.events.values_list("kind", flat=True))
 
@@ -279,7 +268,7 @@ def test_lost_create_answer_is_confirmed_by_sending_it_again_with_its_key(provid
     """A create the provider made but whose every answer was lost as a 500 is `unknown`; sent
     again with its key, the provider's stored answer settles it: one payment, approved here."""
     # Given the provider creates the payment but answers 500 four times (every client retry)
-    add_fault(provider, path="/payments", method="POST", status=500, after_processing=True, times=4)
+    provider.add_fault(path="/payments", method="POST", status=500, after_processing=True, times=4)
     reference = order_reference()
     with pytest.raises(PaymentOutcomeUnknown):
         attempt(provider, reference=reference)
@@ -324,8 +313,8 @@ def test_failed_attempt_allows_a_new_attempt(provider: Api) -> None:
 def test_lost_answer_leaves_outcome_unknown_and_blocks_new_attempts(provider: Api) -> None:
     """A create whose answer never comes is `unknown` and blocks new attempts for the order."""
     # Given the provider processes POST /payments but every answer is lost (502)
-    fault = add_fault(
-        provider, path="/payments", method="POST", status=502, after_processing=True, times=10
+    fault = provider.add_fault(
+        path="/payments", method="POST", status=502, after_processing=True, times=10
     )
     reference = order_reference()
 
@@ -341,7 +330,7 @@ def test_lost_answer_leaves_outcome_unknown_and_blocks_new_attempts(provider: Ap
     assert (event.old_status, event.new_status) == (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
     assert "charged twice" in caught.value.message
     assert len(provider.payments()) == 1
-    hits = fault_hits(provider, fault)
+    hits = provider.fault_hits(fault)
     assert hits > 1  # the client retried with the same key
 
     # When the shopper tries again with a new attempt key
@@ -349,7 +338,7 @@ def test_lost_answer_leaves_outcome_unknown_and_blocks_new_attempts(provider: Ap
         attempt(provider, reference=reference)
 
     # Then the provider was not called and no new local payment exists
-    assert fault_hits(provider, fault) == hits
+    assert provider.fault_hits(fault) == hits
     assert len(provider.payments()) == 1
     assert Payment.objects.filter(external_reference=reference).count() == 1
 

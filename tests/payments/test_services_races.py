@@ -24,17 +24,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 LOSERS = (PaymentInProgress, PaymentNotAllowed)
 
 
-def add_fault(provider: Api, **spec: Any) -> int:
-    response = provider.post("/_sandbox/faults", spec)
-    assert response.status_code == 201, response.text
-    return response.json()["id"]
-
-
-def fault_hits(provider: Api, fault_id: int) -> int:
-    faults = {f["id"]: f for f in provider.get("/_sandbox/faults").json()}
-    return faults[fault_id]["hits"]
-
-
 def run_together(*calls: Callable[[], Any]) -> list[Any]:
     """Run each call in its own thread, all released at once; results or raised exceptions."""
     barrier = threading.Barrier(len(calls))
@@ -69,7 +58,7 @@ def test_two_captures_at_once_make_one_provider_call(provider: Api, admin_user) 
     """Two simultaneous captures of one authorization make one PATCH; the other is refused."""
     # Given an authorization and a provider that takes 300 ms to answer a PATCH
     payment = PaymentFactory(provider=provider, capture_method="manual")
-    patches = add_fault(provider, path="/payments", method="PATCH", latency_ms=300)
+    patches = provider.add_fault(path="/payments", method="PATCH", latency_ms=300)
 
     # When two staff members capture it at the same moment
     def capture() -> Payment:
@@ -80,7 +69,7 @@ def test_two_captures_at_once_make_one_provider_call(provider: Api, admin_user) 
     results = run_together(capture, capture)
 
     # Then the provider saw one capture; one call succeeded, the other was told why not
-    assert fault_hits(provider, patches) == 1
+    assert provider.fault_hits(patches) == 1
     done, errors = split(results)
     assert len(done) == 1 and len(errors) == 1, results
     assert isinstance(errors[0], LOSERS), repr(errors[0])
@@ -95,7 +84,7 @@ def test_capture_and_cancel_at_once_make_one_provider_call(provider: Api, admin_
     """A capture and a cancel of one authorization at once: one PATCH, and the states agree."""
     # Given an authorization and a provider that takes 300 ms to answer a PATCH
     payment = PaymentFactory(provider=provider, capture_method="manual")
-    patches = add_fault(provider, path="/payments", method="PATCH", latency_ms=300)
+    patches = provider.add_fault(path="/payments", method="PATCH", latency_ms=300)
 
     # When one staff member captures it while another cancels it
     results = run_together(
@@ -106,7 +95,7 @@ def test_capture_and_cancel_at_once_make_one_provider_call(provider: Api, admin_
     )
 
     # Then the provider saw one call; exactly one action won, and both sides agree on it
-    assert fault_hits(provider, patches) == 1
+    assert provider.fault_hits(patches) == 1
     done, errors = split(results)
     assert len(done) == 1 and len(errors) == 1, results
     assert isinstance(errors[0], LOSERS), repr(errors[0])
@@ -120,7 +109,7 @@ def test_two_refunds_at_once_make_one_provider_call(provider: Api, admin_user) -
     """Two simultaneous refunds that together exceed the charge make one provider refund."""
     # Given a charge of 250.00 and a provider that takes 300 ms to answer a refund
     payment = PaymentFactory(provider=provider)
-    refunds = add_fault(provider, path="/refunds", method="POST", latency_ms=300)
+    refunds = provider.add_fault(path="/refunds", method="POST", latency_ms=300)
 
     # When two staff members refund 150.00 each at the same moment
     def refund() -> Refund:
@@ -131,7 +120,7 @@ def test_two_refunds_at_once_make_one_provider_call(provider: Api, admin_user) -
     results = run_together(refund, refund)
 
     # Then one refund was made; the other was refused (in progress, or above what is left)
-    assert fault_hits(provider, refunds) == 1
+    assert provider.fault_hits(refunds) == 1
     done, errors = split(results)
     assert len(done) == 1 and len(errors) == 1, results
     assert isinstance(errors[0], (*LOSERS, InvalidAmount)), repr(errors[0])
@@ -152,7 +141,7 @@ def test_two_creates_with_the_same_attempt_key_make_one_provider_payment(
     key = uuid.uuid4().hex
     reference = order_reference()
     token = provider.card_token()["id"]
-    creates = add_fault(provider, path="/payments", method="POST", latency_ms=300)
+    creates = provider.add_fault(path="/payments", method="POST", latency_ms=300)
 
     def create() -> Payment:
         return payment_create(
@@ -177,7 +166,7 @@ def test_two_creates_with_the_same_attempt_key_make_one_provider_payment(
     results = run_together(create, create_later)
 
     # Then the provider made one payment and the shop holds one
-    assert fault_hits(provider, creates) == 1
+    assert provider.fault_hits(creates) == 1
     assert len(provider.payments()) == 1
     payment = Payment.objects.get(idempotency_key=key)
     assert payment.status == PaymentStatus.APPROVED

@@ -101,20 +101,9 @@ def order_moves() -> Iterator[list[tuple[int, str]]]:
     post_save.disconnect(sender=Order, dispatch_uid="test-worker-order-moves")
 
 
-def add_fault(api: Api, **spec: Any) -> int:
-    response = api.post("/_sandbox/faults", spec)
-    assert response.status_code == 201, response.text
-    return response.json()["id"]
-
-
 def count_gets(api: Api, payment_id: str) -> int:
     """A 1 ms latency fault that only counts the provider reads of one payment."""
-    return add_fault(api, path=f"/payments/{payment_id}", method="GET", latency_ms=1)
-
-
-def fault_hits(api: Api, fault_id: int) -> int:
-    faults = {fault["id"]: fault for fault in api.get("/_sandbox/faults").json()}
-    return faults[fault_id]["hits"]
+    return api.add_fault(path=f"/payments/{payment_id}", method="GET", latency_ms=1)
 
 
 def idempotency() -> dict[str, str]:
@@ -276,7 +265,7 @@ def test_twenty_copies_of_one_notification_at_once_apply_once(
     assert {tuple(m.to) for m in sent} == {(order.email,)}
 
     # And the provider was read at most three times for them
-    assert 1 <= fault_hits(shop.api, gets) <= 3
+    assert 1 <= shop.api.fault_hits(gets) <= 3
 
 
 # --- Shuffled and duplicated notifications over many payments -----------------------------------
@@ -512,7 +501,7 @@ def test_a_burst_of_notifications_is_read_about_once_per_payment(shop: Shop, wor
 
     # And the provider was read about once per payment (a copy that arrives after its
     # payment's read began causes one more read, never a lost update)
-    reads = [fault_hits(shop.api, fault) for fault in gets.values()]
+    reads = [shop.api.fault_hits(fault) for fault in gets.values()]
     assert min(reads) >= 1
     assert sum(reads) <= len(held) + 3, reads
 
@@ -583,7 +572,7 @@ def test_a_notification_received_while_redis_is_down_is_relayed_and_processed_on
     not_queued = [r.getMessage() for r in caplog.records if r.name == "webhooks.queue"]
     assert len(not_queued) == 1, not_queued
     assert f"webhook for payment {payment.provider_id} not queued" in not_queued[0]
-    assert fault_hits(shop.api, gets) == 0
+    assert shop.api.fault_hits(gets) == 0
 
     # When Redis is back and the relay runs
     redis_behind_proxy.open()
@@ -600,7 +589,7 @@ def test_a_notification_received_while_redis_is_down_is_relayed_and_processed_on
         payment.pk,
     )
     assert event.relayed_at is not None
-    assert fault_hits(shop.api, gets) == 1
+    assert shop.api.fault_hits(gets) == 1
     assert approvals(payment) == 1
     wait_until(lambda: order_status(order) == OrderStatus.PAID, timeout=30)  # by its task
 
@@ -660,8 +649,7 @@ def test_a_worker_killed_mid_task_is_replaced_and_the_notification_applies_once(
     broker = redis.Redis.from_url(os.environ["REDIS_URL"])
     # Given an authorization captured at the provider, whose next read hangs for 8 s
     order, payment = captured_at_provider(shop.api)
-    hang = add_fault(
-        shop.api,
+    hang = shop.api.add_fault(
         path=f"/payments/{payment.provider_id}",
         method="GET",
         latency_ms=8000,
@@ -675,7 +663,7 @@ def test_a_worker_killed_mid_task_is_replaced_and_the_notification_applies_once(
     response = shop.notify(payment.provider_id)
     assert response.status_code == 200, response.text
     event = WebhookEvent.objects.get(pk=response.json()["event"])
-    wait_until(lambda: fault_hits(shop.api, hang) == 1, timeout=30)
+    wait_until(lambda: shop.api.fault_hits(hang) == 1, timeout=30)
     event.refresh_from_db()
     assert event.state == WebhookState.PROCESSING
     claimed_by = event.task_id
@@ -705,7 +693,7 @@ def test_a_worker_killed_mid_task_is_replaced_and_the_notification_applies_once(
     ), second.log()
     assert claimed_by in first.log()
     assert claimed_by in second.log()
-    assert fault_hits(shop.api, gets) == 1
+    assert shop.api.fault_hits(gets) == 1
     assert approvals(payment) == 1
     # (the order follows by its sync task, queued once the payment changed)
     wait_until(lambda: order_status(order) == OrderStatus.PAID, timeout=30)
@@ -788,8 +776,8 @@ def test_processing_retries_while_the_provider_is_down_and_loses_nothing(
     # Given an authorization captured at the provider, which then answers 503 to four reads
     # (one task attempt: the client's own three retries included)
     order, payment = captured_at_provider(shop.api)
-    down = add_fault(
-        shop.api, path=f"/payments/{payment.provider_id}", method="GET", status=503, times=4
+    down = shop.api.add_fault(
+        path=f"/payments/{payment.provider_id}", method="GET", status=503, times=4
     )
 
     # When the UPDATE arrives
@@ -815,7 +803,7 @@ def test_processing_retries_while_the_provider_is_down_and_loses_nothing(
     assert {e.state for e in events.values()} == {WebhookState.PROCESSED}
     assert events[event.pk].attempts > 1
     assert events[event.pk].last_error == ""
-    assert fault_hits(shop.api, down) == 4
+    assert shop.api.fault_hits(down) == 4
 
     # And the payment was applied once
     payment.refresh_from_db()
@@ -833,7 +821,7 @@ def test_retries_run_out_then_staff_retry_processes_the_events(
     quick_retries.WEBHOOKS_MAX_RETRIES = 2
     # Given an authorization captured at the provider, which then answers only 503
     order, payment = captured_at_provider(shop.api)
-    add_fault(shop.api, path=f"/payments/{payment.provider_id}", method="GET", status=503)
+    shop.api.add_fault(path=f"/payments/{payment.provider_id}", method="GET", status=503)
 
     # When the UPDATE arrives
     response = shop.notify(payment.provider_id)
@@ -862,7 +850,7 @@ def test_retries_run_out_then_staff_retry_processes_the_events(
         "",
         payment.pk,
     )
-    assert fault_hits(shop.api, gets) == 1
+    assert shop.api.fault_hits(gets) == 1
     payment.refresh_from_db()
     assert payment.status == PaymentStatus.APPROVED
     assert approvals(payment) == 1
