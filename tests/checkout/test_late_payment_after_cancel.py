@@ -219,3 +219,46 @@ def test_the_shopper_and_staff_read_it_in_their_language(
     assert ledger_says in ledger
     given_back = "Pago tardío devuelto" if language == "es" else "Late payment given back"
     assert given_back in ledger
+
+
+@pytest.mark.parametrize("in_stock", [True, False])
+def test_a_payment_after_staff_released_the_first_follows_the_same_rule(
+    provider: Api, run_queued: Any, settings: Any, product: Product, staff: Any, in_stock: bool
+) -> None:
+    """Given an order whose held payment staff cancelled (the hold released, the items back in
+    stock), when a second payment of it goes through (an attempt from another tab), the order
+    takes its items back if they are still there, else stays cancelled and the second payment
+    is released; the first, released by staff, is never mailed as given back."""
+    from checkout.services.fulfilment import order_cancel
+    from tests.factories import PaymentFactory
+
+    settings.PAYMENTS_CAPTURE_METHOD = "manual"
+    order = place_order(shopper(), (product, 1))
+    first = PaymentFactory(order=order, provider=provider, capture_method="manual")
+    run_queued()
+    order_cancel(order_id=order.pk, actor=staff)
+    run_queued()
+    order.refresh_from_db()
+    assert order.status == OrderStatus.CANCELLED
+    assert stock(product) == 1
+    if not in_stock:
+        place_order(shopper(), (product, 1))
+
+    second = PaymentFactory(order=order, provider=provider, capture_method="manual")
+    run_queued()
+
+    order.refresh_from_db()
+    second.refresh_from_db()
+    first.refresh_from_db()
+    assert first.status == PaymentStatus.CANCELLED
+    if in_stock:
+        assert (order.status, order.fulfilment) == (OrderStatus.AUTHORIZED, Fulfilment.UNFULFILLED)
+        assert second.status == PaymentStatus.AUTHORIZED
+        assert stock(product) == 0
+        assert "payment_returned" not in _mail_kinds(order)
+    else:
+        assert (order.status, order.fulfilment) == (OrderStatus.CANCELLED, Fulfilment.CANCELLED)
+        assert provider.payment(second.provider_id)["status"] == "cancelled"
+        assert _mail_kinds(order).count("payment_returned") == 1
+        assert order.mails.get(kind="payment_returned").key == f"payment_returned:{second.pk}"
+        assert order.pk not in orders_out_of_step()
