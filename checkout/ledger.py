@@ -19,8 +19,23 @@ from payments.sentences import Sentence, read_first
 # After a shipment's items, " · " and what it charged to a held payment.
 CHARGED = Sentence(gettext_noop("charged %(charged)s, released %(released)s"))
 PAID_AFTER_EXPIRY = Sentence(gettext_noop("paid after it expired; items still in stock"))
+PAID_AFTER_CANCELLATION = Sentence(
+    gettext_noop("paid after it was cancelled; items still in stock")
+)
+# A payment that went through after the order closed, its items gone: refunded or released.
+RETURNED_AFTER_EXPIRY = Sentence(gettext_noop("paid after it expired; items no longer in stock"))
+RETURNED_AFTER_CANCELLATION = Sentence(
+    gettext_noop("paid after it was cancelled; items no longer in stock")
+)
 NOT_PAID_IN_TIME = Sentence(gettext_noop("not paid within %(minutes)s minutes"))
-SENTENCES = [CHARGED, PAID_AFTER_EXPIRY, NOT_PAID_IN_TIME]
+SENTENCES = [
+    CHARGED,
+    PAID_AFTER_EXPIRY,
+    PAID_AFTER_CANCELLATION,
+    RETURNED_AFTER_EXPIRY,
+    RETURNED_AFTER_CANCELLATION,
+    NOT_PAID_IN_TIME,
+]
 SEPARATOR = " · "
 
 

@@ -199,6 +199,7 @@ class OrderEventKind(models.TextChoices):
     REFRESHED = "refreshed", _("Refreshed from the provider")
     EXPIRED = "expired", _("Expired")
     RESERVED = "reserved", _("Items held again")
+    RETURNED = "returned", _("Late payment given back")
 
 
 class OrderEvent(AppendOnlyEntry):

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 
-from checkout.models import Order, OrderStatus
+from checkout.ledger import RETURNED_AFTER_CANCELLATION, RETURNED_AFTER_EXPIRY
+from checkout.models import Order, OrderEventKind, OrderStatus
 from checkout.selectors import order_payments
+from checkout.services.order_status import CLOSED_STATUSES
+from checkout.services.stock import record
 from payments import services as payments
 from payments.errors import PaymentError, PaymentInProgress, ProviderDown
 from payments.models import Payment, PaymentStatus
@@ -32,20 +35,23 @@ def charges_held(attempts: list[Payment]) -> list[Payment]:
 def order_release_duplicates(*, reference: str) -> int:
     """An order is paid once. If two attempts both went through (e.g. a 3-D Secure challenge
     finished in another tab after a second card paid), the extra ones are given back: refunded
-    in full, or their authorization cancelled. An order that expired before its payment came
-    (its items sold meanwhile) keeps none. Returns how many were released; raises
-    `ReleasePending` when one could not be released yet (to be tried again)."""
+    in full, or their authorization cancelled. An order the shop closed before its payment came
+    (it expired, or was cancelled; its items sold meanwhile) keeps none, and its ledger says
+    so. Returns how many were released; raises `ReleasePending` when one could not be released
+    yet (to be tried again)."""
     order = Order.objects.filter(reference=reference).first()
     if order is None:
         return 0
+    closed = order.status in CLOSED_STATUSES
     expired = order.status == OrderStatus.EXPIRED
-    reason = (
-        f"order {reference} had expired, its items sold"
-        if expired
-        else f"duplicate payment of order {reference}"
-    )
+    if not closed:
+        reason = f"duplicate payment of order {reference}"
+    elif expired:
+        reason = f"order {reference} had expired, its items sold"
+    else:
+        reason = f"order {reference} was cancelled, its items sold"
     released, pending = 0, 0
-    for extra in charges_held(order_payments(order))[0 if expired else 1 :]:
+    for extra in charges_held(order_payments(order))[0 if closed else 1 :]:
         try:
             if extra.status == PaymentStatus.APPROVED:
                 payments.payment_refund(payment=extra, reason=reason)
@@ -63,6 +69,9 @@ def order_release_duplicates(*, reference: str) -> int:
             )
             continue
         logger.warning("order %s: duplicate payment %s released", reference, extra.pk)
+        if closed:
+            given_back = RETURNED_AFTER_EXPIRY if expired else RETURNED_AFTER_CANCELLATION
+            record(order, OrderEventKind.RETURNED, given_back(), None)
         released += 1
     if pending:
         raise ReleasePending(f"{pending} duplicate payment(s) of order {reference} still held")

@@ -58,24 +58,82 @@ def _expired_at(order: Order, order_events: list[OrderEvent]) -> datetime | None
     return None
 
 
+def _closed_at(
+    order: Order, order_events: list[OrderEvent], events: list[PaymentEvent]
+) -> datetime | None:
+    """When the shop last closed the order (it expired, or was cancelled: by staff, or by its
+    payment's hold being cancelled), if it did."""
+    closings = [e.created_at for e in order_events if e.kind == OrderEventKind.CANCELLED]
+    if expired_at := _expired_at(order, order_events):
+        closings.append(expired_at)
+    if not closings and order.status == OrderStatus.CANCELLED:
+        # Cancelled with no staff entry: when its first payment's hold was cancelled.
+        cancellations = [
+            e.created_at
+            for e in events
+            if e.new_status == PaymentStatus.CANCELLED and e.old_status != PaymentStatus.CANCELLED
+        ]
+        closings.append(min(cancellations, default=order.updated_at))
+    return max(closings, default=None)
+
+
 def _late_payments(
     order: Order,
     order_events: list[OrderEvent],
+    events: list[PaymentEvent],
     accepted: dict[int, PaymentEvent],
 ) -> set[int]:
-    """Payments accepted after the order expired, while its items were not held for it again:
-    they are given back (PAYMENT_RETURNED), never mailed as paid, held, charged or refunded."""
-    expired_at = _expired_at(order, order_events)
-    if expired_at is None:
+    """Payments accepted after the shop closed the order (it expired, or was cancelled), while
+    its items were not held for it again: they are given back (PAYMENT_RETURNED), never mailed
+    as paid, held, charged or refunded."""
+    closed_at = _closed_at(order, order_events, events)
+    if closed_at is None:
         return set()
     if order.status == OrderStatus.EXPIRED:
         return set(accepted)
     revived = any(
-        e.kind == OrderEventKind.RESERVED and e.created_at > expired_at for e in order_events
+        e.kind == OrderEventKind.RESERVED and e.created_at > closed_at for e in order_events
     )
     if revived:
         return set()
-    return {pk for pk, event in accepted.items() if event.created_at >= expired_at}
+    return {pk for pk, event in accepted.items() if event.created_at >= closed_at}
+
+
+def _accepted(payments: dict[int, Payment], events: list[PaymentEvent]) -> dict[int, PaymentEvent]:
+    """Per payment taken or held, the entry of its ledger where it first was."""
+    accepted = _first_acceptances(events)
+    for payment in payments.values():
+        if payment.pk not in accepted and payment.status in ACCEPTED:
+            # Taken or held with no entry in its ledger saying so (written without the payments
+            # app's services): when it was last changed stands for the moment.
+            automatic = payment.capture_method == CaptureMethod.AUTOMATIC
+            accepted[payment.pk] = PaymentEvent(
+                payment=payment,
+                kind=PaymentEventKind.SYNCED,
+                new_status=PaymentStatus.APPROVED
+                if payment.status == PaymentStatus.APPROVED and automatic
+                else PaymentStatus.AUTHORIZED,
+                created_at=payment.updated_at,
+            )
+    return accepted
+
+
+def _ledgers(order: Order) -> tuple[dict[int, Payment], list[PaymentEvent], list[OrderEvent]]:
+    """The order's payments, their ledger and its own, oldest first."""
+    payments = {p.pk: p for p in order_payments(order)}
+    events = list(
+        PaymentEvent.objects.filter(payment__in=list(payments)).order_by("created_at", "id")
+    )
+    order_events = list(OrderEvent.objects.filter(order=order).order_by("created_at", "id"))
+    return payments, events, order_events
+
+
+def late_payments(order: Order) -> list[Payment]:
+    """The order's payments that went through after the shop closed it, its items not held for
+    it again: being given back (still taken or held), or given back."""
+    payments, events, order_events = _ledgers(order)
+    late = _late_payments(order, order_events, events, _accepted(payments, events))
+    return [payments[pk] for pk in sorted(late)]
 
 
 @dataclass(frozen=True)
@@ -199,7 +257,7 @@ def _expired(state: _State) -> list[DueMail]:
 
 
 def _payments_returned(state: _State) -> list[DueMail]:
-    """Payments that came after the order expired, once given back (an authorization
+    """Payments that came after the shop closed the order, once given back (an authorization
     cancelled, or a charge refunded)."""
     due = []
     for pk in sorted(state.late):
@@ -222,25 +280,8 @@ def order_mails_due(order: Order) -> list[DueMail]:
     (shipments, expiry) and its payments' ledger. Idempotent: the same state gives the same
     keys, so duplicate notifications and retries can only find them already there. Events
     older than MAIL_HORIZON are not news: they are not mailed."""
-    payments = {p.pk: p for p in order_payments(order)}
-    events = list(
-        PaymentEvent.objects.filter(payment__in=list(payments)).order_by("created_at", "id")
-    )
-    order_events = list(OrderEvent.objects.filter(order=order).order_by("created_at", "id"))
-    accepted = _first_acceptances(events)
-    for payment in payments.values():
-        if payment.pk not in accepted and payment.status in ACCEPTED:
-            # Taken or held with no entry in its ledger saying so (written without the payments
-            # app's services): when it was last changed stands for the moment.
-            automatic = payment.capture_method == CaptureMethod.AUTOMATIC
-            accepted[payment.pk] = PaymentEvent(
-                payment=payment,
-                kind=PaymentEventKind.SYNCED,
-                new_status=PaymentStatus.APPROVED
-                if payment.status == PaymentStatus.APPROVED and automatic
-                else PaymentStatus.AUTHORIZED,
-                created_at=payment.updated_at,
-            )
+    payments, events, order_events = _ledgers(order)
+    accepted = _accepted(payments, events)
     state = _State(
         order=order,
         since=timezone.now() - MAIL_HORIZON,
@@ -248,7 +289,7 @@ def order_mails_due(order: Order) -> list[DueMail]:
         events=events,
         order_events=order_events,
         accepted=accepted,
-        late=_late_payments(order, order_events, accepted),
+        late=_late_payments(order, order_events, events, accepted),
     )
     rules = (
         _received,

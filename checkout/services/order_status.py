@@ -36,6 +36,11 @@ def derive_order_status(payments_of_order: list[Payment]) -> str:
 
 PAID_STATUSES = (OrderStatus.PAID, OrderStatus.AUTHORIZED)
 
+# Orders the shop closed before they were paid (expired, or cancelled: by staff, or by their
+# payment's hold being cancelled): their items went back to stock. A payment that goes through
+# after that takes them back if they are all still there, else it is given back.
+CLOSED_STATUSES = (OrderStatus.EXPIRED, OrderStatus.CANCELLED)
+
 
 def status_given(order: Order, attempts: list[Payment]) -> str:
     """What the payments say of the order, except that an order the shop closed itself

@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from checkout.cart import Cart
-from checkout.ledger import PAID_AFTER_EXPIRY
+from checkout.ledger import PAID_AFTER_CANCELLATION, PAID_AFTER_EXPIRY
 from checkout.models import (
     Fulfilment,
     Order,
@@ -27,6 +27,7 @@ from checkout.selectors import order_payments
 from checkout.services.duplicate_charges import charges_held
 from checkout.services.mail import queue_order_mails
 from checkout.services.order_status import (
+    CLOSED_STATUSES,
     PAID_STATUSES,
     derive_order_status,
     status_given,
@@ -102,17 +103,18 @@ def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: st
 
 def order_sync_status(*, order_id: int) -> Order | None:
     """Move the order to what its payments say; release stock once if it is cancelled; give
-    back a second charge, or a charge that came after the order expired with its items gone."""
+    back a second charge, or a charge that came after the shop closed the order (it expired,
+    or was cancelled) with its items gone."""
     with transaction.atomic():
         order = Order.objects.select_for_update().filter(pk=order_id).first()
         if order is None:
             return None
         attempts = order_payments(order)
         new = status_given(order, attempts)
-        if order.status == OrderStatus.EXPIRED:
-            new = _after_expiry(order, new)
+        if order.status in CLOSED_STATUSES:
+            new = _after_closing(order, new)
         held = len(charges_held(attempts))
-        if held > 1 or (held and new == OrderStatus.EXPIRED):
+        if held > 1 or (held and new in CLOSED_STATUSES):
             queue_on_commit(RELEASE_DUPLICATES_TASK, order.reference)
         if new != order.status:
             logger.info("order %s: %s -> %s", order.reference, order.status, new)
@@ -126,20 +128,24 @@ def order_sync_status(*, order_id: int) -> Order | None:
     return order
 
 
-def _after_expiry(order: Order, paid: str) -> str:
-    """An expired order whose payment went through after all (a 3-D Secure challenge finished
-    late, an answer that was lost): it takes its items back if they are all still in stock and
-    goes on as paid; otherwise it stays expired, and its sync gives the payment back."""
+def _after_closing(order: Order, paid: str) -> str:
+    """An order the shop closed (expired, or cancelled before it was paid: its items went back
+    to stock) whose payment went through after all (a 3-D Secure challenge finished late, an
+    answer that was lost): it takes its items back if they are all still in stock and goes on
+    as paid; otherwise it stays closed, and its sync gives the payment back."""
+    closed = order.status
     if paid not in PAID_STATUSES:
-        return OrderStatus.EXPIRED
+        return closed
     try:
         order_take_back(order)
     except OutOfStock as exc:
-        logger.warning("order %s: paid after it expired, %s: payment given back", order, exc)
-        return OrderStatus.EXPIRED
+        logger.warning("order %s: paid after it was %s, %s: payment given back", order, closed, exc)
+        return closed
     Order.objects.filter(pk=order.pk).update(fulfilment=Fulfilment.UNFULFILLED)
     order.fulfilment = Fulfilment.UNFULFILLED
-    record(order, OrderEventKind.RESERVED, PAID_AFTER_EXPIRY(), None)
+    expired = closed == OrderStatus.EXPIRED
+    message = PAID_AFTER_EXPIRY() if expired else PAID_AFTER_CANCELLATION()
+    record(order, OrderEventKind.RESERVED, message, None)
     return paid
 
 
@@ -154,7 +160,7 @@ def orders_out_of_step(*, within: timedelta = timedelta(hours=6), limit: int = 5
 
 def _out_of_step(order: Order) -> bool:
     attempts = order_payments(order)
-    if order.status == OrderStatus.EXPIRED:  # it stays so, unless a charge is held
+    if order.status in CLOSED_STATUSES:  # it stays so, unless a charge is held
         return bool(charges_held(attempts))
     return status_given(order, attempts) != order.status
 

@@ -1,8 +1,8 @@
 """An order holds its items for SHOP_RESERVATION_MINUTES. One not paid or authorized by then
 expires: its items go back to stock, at once when a page reads the stock (so the shop never
 shows as sold out what only expired orders hold) and by beat (`reservations_expire_task`) for
-the rest. A payment confirmed after its order expired is handled by the order's sync
-(`checkout.services.orders`): the items are taken back if they are still there, else the
+the rest. A payment confirmed after its order expired (or was cancelled) is handled by the order's
+sync (`checkout.services.orders`): the items are taken back if they are still there, else the
 payment is given back."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from django.utils import timezone
 from checkout.ledger import NOT_PAID_IN_TIME
 from checkout.models import PAYABLE_STATUSES, Fulfilment, Order, OrderEventKind, OrderStatus
 from checkout.selectors import order_payments
-from checkout.services.duplicate_charges import charges_held
 from checkout.services.mail import queue_order_mails
-from checkout.services.order_status import derive_order_status
+from checkout.services.mails_due import late_payments
+from checkout.services.order_status import CLOSED_STATUSES, derive_order_status
 from checkout.services.stock import order_restock_unshipped, record
 from payments.models import PaymentStatus
 
@@ -82,17 +82,12 @@ def order_expire_if_over(order: Order) -> Order:
 
 
 def late_payment(order: Order) -> str:
-    """For an expired order: "returning" while a payment that came too late is still held
-    (its release is queued), "returned" once it was refunded or its hold cancelled; else ""."""
-    if order.status != OrderStatus.EXPIRED:
+    """For an order the shop closed (expired, or cancelled) whose payment went through after
+    that, its items gone: "returning" while that payment is still held (its release is
+    queued), "returned" once it was refunded or its hold cancelled; else ""."""
+    if order.status not in CLOSED_STATUSES:
         return ""
-    attempts = order_payments(order)
-    if charges_held(attempts):
+    late = late_payments(order)
+    if any(p.status in (PaymentStatus.APPROVED, PaymentStatus.AUTHORIZED) for p in late):
         return "returning"
-    returned = [  # refunded (a refund on the day voids the charge: cancelled), or released
-        p
-        for p in attempts
-        if p.status in (PaymentStatus.REFUNDED, PaymentStatus.CANCELLED)
-        and (p.refunded_amount > 0 or p.authorized_at is not None)
-    ]
-    return "returned" if returned else ""
+    return "returned" if late else ""
