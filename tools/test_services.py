@@ -120,7 +120,9 @@ def run(command: list[str]) -> int:
             print(f"tools.test_services: Redis of this run at {env['REDIS_URL']}")
         sys.stdout.flush()
         child = subprocess.Popen(command, env=env)  # noqa: S603 (the command it is given)
-        signal.signal(signal.SIGTERM, lambda *_: child.terminate())
+        # Stopped from outside: the command is interrupted as by Ctrl-C, so that pytest still
+        # tears its fixtures down (the sandbox, the browsers) before the servers go.
+        signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGINT))
         while True:
             try:
                 return child.wait()

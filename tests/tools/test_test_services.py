@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -76,3 +77,46 @@ def test_configured_services_are_used_as_they_are() -> None:
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [env["DATABASE_URL"], env["REDIS_URL"]]
+
+
+# A command that says where its servers are, then waits to be interrupted, and tidies up.
+INTERRUPTIBLE = """
+import os, signal, sys, threading
+stopped = threading.Event()
+signal.signal(signal.SIGINT, lambda *_: stopped.set())
+print(os.environ["DATABASE_URL"], os.environ["REDIS_URL"], flush=True)
+stopped.wait(60)
+print("interrupted, tidied up", flush=True)
+sys.exit(130)
+"""
+
+
+def test_stopped_from_outside_the_command_is_interrupted_and_the_servers_removed(
+    tmp_path: Path,
+) -> None:
+    """Given a run with servers of its own, when the wrapper is told to stop (SIGTERM, as a
+    terminal closing or a CI timeout does), then the command is interrupted as by Ctrl-C (so
+    pytest still tears its fixtures down), and then both servers stop and their folder goes."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["TMPDIR"] = str(tmp_path)
+    wrapper = subprocess.Popen(
+        [sys.executable, "-m", "tools.test_services", "--", sys.executable, "-c", INTERRUPTIBLE],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert wrapper.stdout is not None
+    line = ""
+    while not line.startswith("postgres://"):  # the wrapper's own lines come first
+        line = wrapper.stdout.readline()
+        assert line, "the command never started"
+    database, broker = line.split()
+
+    wrapper.send_signal(signal.SIGTERM)
+
+    assert wrapper.wait(timeout=60) == 130
+    assert wrapper.stdout.read().strip() == "interrupted, tidied up"
+    assert not listening(database)
+    assert not listening(broker)
+    assert list(tmp_path.iterdir()) == []
