@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import requests
 from django.contrib.messages import get_messages
 from django.http import HttpResponse
 
@@ -39,6 +40,14 @@ def open_challenge(provider: Any, order: Order) -> Any:
     )
     assert pending.result == "pending", pending
     return pending
+
+
+def pass_challenge(pending: Any) -> None:
+    """The shopper passes the challenge `open_challenge` left open, on the bank's page."""
+    answer = requests.post(
+        pending.three_ds_url, data={"action": "submit", "code": "123456"}, timeout=10
+    )
+    assert answer.status_code == 200
 
 
 def remote_of(shop: Api, order: Order) -> dict[str, Any]:

@@ -13,8 +13,9 @@ from checkout.models import Order, OrderStatus
 from checkout.services import order_pay, order_payments
 from payments.models import Payment, PaymentStatus
 from payments.services import payment_refresh
+from tests.checkout.support import open_challenge
 from tests.factories import ProductFactory
-from tests.support import THREE_DS, VISA, Api
+from tests.support import VISA, Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,13 +43,7 @@ def _paid_twice(provider: Api) -> tuple[Order, Payment]:
     """An order paid by a second card while its 3-D Secure attempt was left open, then that
     challenge completed at the provider: the attempt's local record, not yet refreshed."""
     order = _order()
-    pending = order_pay(
-        order=order,
-        card_token=provider.card_token(THREE_DS)["id"],
-        attempt_id="a" * 32,
-        prevention_data={},
-        return_url="",
-    )
+    pending = open_challenge(provider, order)
     paid = order_pay(
         order=order,
         card_token=provider.card_token(VISA)["id"],

@@ -10,7 +10,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-import requests
 from django.contrib.auth import get_user_model
 from django.core import mail
 from django.test import Client
@@ -24,7 +23,7 @@ from checkout.services.orders import orders_out_of_step
 from checkout.services.stock import order_restock_unshipped, record
 from payments.models import PaymentStatus
 from payments.services import payment_refresh
-from tests.checkout.support import open_challenge, stock
+from tests.checkout.support import open_challenge, pass_challenge, stock
 from tests.factories import ProductFactory
 from tests.html_tree import html
 from tests.shop import own, place_order, shopper
@@ -61,10 +60,7 @@ def _cancelled_with_challenge_open(
 
 def _finish_challenge(order: Order, pending: Any) -> None:
     """The shopper passes the challenge; the shop learns it (as from a notification)."""
-    answer = requests.post(
-        pending.three_ds_url, data={"action": "submit", "code": "123456"}, timeout=10
-    )
-    assert answer.status_code == 200
+    pass_challenge(pending)
     payment_refresh(payment=order_payments(order)[-1])
 
 

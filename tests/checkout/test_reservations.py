@@ -11,7 +11,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-import requests
 import time_machine
 from django.db import connection
 from django.test import Client
@@ -26,7 +25,7 @@ from checkout.services.reservations import order_expire, reservations_expire
 from checkout.tasks import reservations_expire_task
 from payments.models import PaymentStatus
 from payments.services import payment_refresh
-from tests.checkout.support import open_challenge
+from tests.checkout.support import open_challenge, pass_challenge, stock
 from tests.factories import PaymentFactory, ProductFactory
 from tests.html_tree import html
 from tests.shop import CUSTOMER, own, place_order, shopper
@@ -36,10 +35,6 @@ from tests.support import Api, refuse_provider_calls
 def _later(minutes: float) -> Any:
     """The clock moved `minutes` from now (and kept moving)."""
     return time_machine.travel(timezone.now() + timedelta(minutes=minutes), tick=True)
-
-
-def _stock(product: Product) -> int:
-    return Product.objects.get(pk=product.pk).stock
 
 
 @pytest.fixture
@@ -56,7 +51,7 @@ def test_an_order_holds_its_items_for_the_reservation_time(
     settings.SHOP_RESERVATION_MINUTES = 45
     before = timezone.now()
     order = place_order(shopper(), (last_mug, 1))
-    assert _stock(last_mug) == 0
+    assert stock(last_mug) == 0
     assert order.reserved_until is not None
     held = order.reserved_until - before
     assert timedelta(minutes=45) <= held < timedelta(minutes=45, seconds=30)
@@ -78,7 +73,7 @@ def test_an_unpaid_order_gives_its_stock_back_when_a_page_shows_the_product(
     with _later(31):
         page = html(visitor.get(product_url)).text
     assert "Agotado" not in page
-    assert _stock(last_mug) == 1
+    assert stock(last_mug) == 1
     order.refresh_from_db()
     assert (order.status, order.fulfilment) == (OrderStatus.EXPIRED, Fulfilment.CANCELLED)
     assert order.items.get().quantity_restocked == 1
@@ -95,7 +90,7 @@ def test_every_page_that_shows_stock_gives_back_what_expired_orders_hold(
     place_order(shopper(), (last_mug, 1))
     with _later(31):
         shopper().get(reverse(page))
-    assert _stock(last_mug) == 1
+    assert stock(last_mug) == 1
 
 
 def test_the_beat_task_expires_what_no_page_read(last_mug: Product) -> None:
@@ -117,7 +112,7 @@ def test_the_beat_task_expires_what_no_page_read(last_mug: Product) -> None:
     assert statuses[late.pk] == OrderStatus.EXPIRED
     assert statuses[recent.pk] == OrderStatus.AWAITING_PAYMENT
     assert statuses[paid.pk] == OrderStatus.AWAITING_PAYMENT  # its sync makes it paid
-    assert (_stock(last_mug), _stock(vase)) == (1, 2)
+    assert (stock(last_mug), stock(vase)) == (1, 2)
 
 
 @pytest.mark.parametrize(
@@ -141,7 +136,7 @@ def test_a_new_order_may_take_the_items_an_expired_one_held(last_mug: Product) -
     with _later(31):
         order = place_order(shopper(), (last_mug, 1))
     assert order.items.get().quantity == 1
-    assert _stock(last_mug) == 0
+    assert stock(last_mug) == 0
 
 
 # --- The shopper of an expired order --------------------------------------------------------
@@ -164,7 +159,7 @@ def test_the_payment_page_of_an_expired_order_sends_the_shopper_to_the_order(
     assert (
         page.find("a", href=reverse("checkout:pay", kwargs={"reference": order.reference})) is None
     )
-    assert _stock(last_mug) == 1
+    assert stock(last_mug) == 1
 
 
 def test_a_payment_attempt_after_the_reservation_is_refused_without_calling_the_provider(
@@ -200,28 +195,21 @@ def _late_challenge(provider: Api, product: Product) -> tuple[Order, Any]:
     return order, pending
 
 
-def _finish_challenge(pending: Any) -> None:
-    answer = requests.post(
-        pending.three_ds_url, data={"action": "submit", "code": "123456"}, timeout=10
-    )
-    assert answer.status_code == 200
-
-
 @pytest_provider
-def test_a_late_payment_takes_the_items_back_while_they_are_in_stock(
+def test_a_late_payment_takes_the_items_back_while_they_are_instock(
     provider: Api, run_queued: Any
 ) -> None:
     product = ProductFactory(price=Decimal("289.00"), stock=1)
     order, pending = _late_challenge(provider, product)
-    assert _stock(product) == 1
+    assert stock(product) == 1
 
-    _finish_challenge(pending)
+    pass_challenge(pending)
     payment_refresh(payment=order_payments(order)[-1])
     run_queued()
 
     order.refresh_from_db()
     assert (order.status, order.fulfilment) == (OrderStatus.PAID, Fulfilment.UNFULFILLED)
-    assert _stock(product) == 0
+    assert stock(product) == 0
     assert order.items.get().quantity_restocked == 0
     assert OrderEventKind.RESERVED in order.events.values_list("kind", flat=True)
     assert order_payments(order)[-1].status == PaymentStatus.APPROVED
@@ -239,9 +227,9 @@ def test_a_late_payment_whose_items_were_sold_is_given_back_and_the_shopper_told
     product = ProductFactory(price=Decimal("289.00"), stock=1)
     order, pending = _late_challenge(provider, product)
     place_order(shopper(), (product, 1))  # someone else buys it
-    assert _stock(product) == 0
+    assert stock(product) == 0
 
-    _finish_challenge(pending)
+    pass_challenge(pending)
     payment_refresh(payment=order_payments(order)[-1])
     order.refresh_from_db()
     assert order.status == OrderStatus.EXPIRED
@@ -254,7 +242,7 @@ def test_a_late_payment_whose_items_were_sold_is_given_back_and_the_shopper_told
         assert payment.refunded_amount == Decimal("289.00")
     order.refresh_from_db()
     assert order.status == OrderStatus.EXPIRED
-    assert _stock(product) == 0  # still the other shopper's
+    assert stock(product) == 0  # still the other shopper's
     page = html(
         own(Client(SERVER_NAME="localhost"), order).get(
             reverse("checkout:order", kwargs={"reference": order.reference})
@@ -280,7 +268,7 @@ def test_orders_are_limited_per_session(last_mug: Product, settings: Any) -> Non
     summary = html(response).one(id="error-summary").text
     assert "Hiciste muchos pedidos en poco tiempo" in summary
     assert Order.objects.count() == 2
-    assert _stock(vase) == 8
+    assert stock(vase) == 8
     # Another browser is not held back by this one.
     place_order(shopper(), (vase, 1))
 
@@ -340,7 +328,7 @@ def test_stock_never_goes_below_zero_under_concurrent_orders() -> None:
     assert len(placed) == 2
     assert len(refused) == 6
     assert all("solo queda" in message for message in refused), refused
-    assert _stock(product) == 1
+    assert stock(product) == 1
     assert sum(o.items.get().quantity for o in Order.objects.all()) == 4
 
 
