@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any
 
 import requests
@@ -40,6 +41,20 @@ def open_challenge(provider: Any, order: Order) -> Any:
     )
     assert pending.result == "pending", pending
     return pending
+
+
+def expect_given_back(provider: Any, order: Order, capture: str, charged: Decimal) -> None:
+    """The order's latest payment was given back whole: its hold released, or (automatic
+    capture) the `charged` amount refunded, which the provider reports as cancelled (a void on
+    the day)."""
+    from checkout.selectors import order_payments
+    from payments.models import PaymentStatus
+
+    payment = order_payments(order)[-1]
+    assert payment.status == PaymentStatus.CANCELLED
+    assert provider.payment(payment.provider_id)["status"] == "cancelled"
+    if capture == "automatic":
+        assert payment.refunded_amount == charged
 
 
 def pass_challenge(pending: Any) -> None:

@@ -23,7 +23,7 @@ from checkout.services.orders import orders_out_of_step
 from checkout.services.stock import order_restock_unshipped, record
 from payments.models import PaymentStatus
 from payments.services import payment_refresh
-from tests.checkout.support import open_challenge, pass_challenge, stock
+from tests.checkout.support import expect_given_back, open_challenge, pass_challenge, stock
 from tests.factories import ProductFactory
 from tests.html_tree import html
 from tests.shop import own, place_order, shopper
@@ -133,11 +133,7 @@ def test_a_payment_after_a_cancellation_whose_items_were_sold_is_given_back(
     assert "lo estamos devolviendo" in _order_page(order, "es").one(id="late-payment").text
     run_queued()
 
-    payment = order_payments(order)[-1]
-    assert payment.status == PaymentStatus.CANCELLED
-    assert provider.payment(payment.provider_id)["status"] == "cancelled"
-    if capture == "automatic":
-        assert payment.refunded_amount == Decimal("289.00")
+    expect_given_back(provider, order, capture, Decimal("289.00"))
     order.refresh_from_db()
     assert (order.status, order.fulfilment) == (OrderStatus.CANCELLED, Fulfilment.CANCELLED)
     assert stock(product) == 0  # still the other shopper's

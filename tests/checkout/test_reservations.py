@@ -25,7 +25,7 @@ from checkout.services.reservations import order_expire, reservations_expire
 from checkout.tasks import reservations_expire_task
 from payments.models import PaymentStatus
 from payments.services import payment_refresh
-from tests.checkout.support import open_challenge, pass_challenge, stock
+from tests.checkout.support import expect_given_back, open_challenge, pass_challenge, stock
 from tests.factories import PaymentFactory, ProductFactory
 from tests.html_tree import html
 from tests.shop import CUSTOMER, own, place_order, shopper
@@ -235,11 +235,7 @@ def test_a_late_payment_whose_items_were_sold_is_given_back_and_the_shopper_told
     assert order.status == OrderStatus.EXPIRED
     run_queued()
 
-    payment = order_payments(order)[-1]
-    assert payment.status == PaymentStatus.CANCELLED
-    assert provider.payment(payment.provider_id)["status"] == "cancelled"
-    if capture == "automatic":
-        assert payment.refunded_amount == Decimal("289.00")
+    expect_given_back(provider, order, capture, Decimal("289.00"))
     order.refresh_from_db()
     assert order.status == OrderStatus.EXPIRED
     assert stock(product) == 0  # still the other shopper's
