@@ -25,7 +25,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from payments import ledger, services
+from payments import calls, ledger, services
 from payments.errors import PaymentError
 from payments.forms import CaptureForm, RefundForm, SubscriptionImportForm
 from payments.models import (
@@ -366,7 +366,7 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
             request,
             queryset,
             "captured",
-            lambda p: services.payment_capture(payment=p, actor=request.user),
+            lambda p: calls.payment_capture(payment=p, actor=request.user),
         )
 
     @admin.action(description=_("Cancel selected authorizations"), permissions=["cancel"])
@@ -375,7 +375,7 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
             request,
             queryset,
             "cancelled",
-            lambda p: services.payment_cancel(payment=p, actor=request.user),
+            lambda p: calls.payment_cancel(payment=p, actor=request.user),
         )
 
     @admin.action(description=_("Refresh selected from the provider"), permissions=["refresh"])
@@ -384,7 +384,7 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
             request,
             queryset,
             "refreshed",
-            lambda p: services.payment_refresh(payment=p, actor=request.user),
+            lambda p: calls.payment_refresh(payment=p, actor=request.user),
         )
 
     # --- Actions on one payment -----------------------------------------------------------------
@@ -503,7 +503,7 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
             action="capture",
             form_class=CaptureForm,
             maximum=lambda p: p.amount,
-            run=lambda p, data: services.payment_capture(
+            run=lambda p, data: calls.payment_capture(
                 payment=p, amount=data["amount"], actor=request.user
             ),
         )
@@ -515,7 +515,7 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
                 request,
                 payment,
                 "cancelled the authorization",
-                lambda: services.payment_cancel(payment=payment, actor=request.user),
+                lambda: calls.payment_cancel(payment=payment, actor=request.user),
             )
             return self._back(payment)
         return self._form_page(
@@ -535,7 +535,7 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
             action="refund",
             form_class=RefundForm,
             maximum=lambda p: p.refundable_amount,
-            run=lambda p, data: services.payment_refund(
+            run=lambda p, data: calls.payment_refund(
                 payment=p, amount=data["amount"], reason=data["reason"], actor=request.user
             ),
         )
@@ -576,7 +576,7 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
             request,
             payment,
             "refreshed from the provider",
-            lambda: services.payment_refresh(payment=payment, actor=request.user),
+            lambda: calls.payment_refresh(payment=payment, actor=request.user),
         )
         return self._back(payment)
 
@@ -646,7 +646,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
             )
         for subscription in queryset:
             try:
-                services.subscription_cancel(subscription=subscription, actor=request.user)
+                calls.subscription_cancel(subscription=subscription, actor=request.user)
             except PaymentError as exc:
                 self.message_user(
                     request, f"{subscription.provider_id}: {exc.message}", messages.ERROR
@@ -673,7 +673,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
         form = SubscriptionImportForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             try:
-                subscription = services.subscription_sync(
+                subscription = calls.subscription_sync(
                     provider_id=str(form.cleaned_data["provider_id"])
                 )
             except PaymentError as exc:

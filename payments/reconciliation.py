@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from payments import ledger
+from payments.calls import payment_refresh
 from payments.client import get_client
 from payments.confirmation import payment_confirm_create
 from payments.errors import (
@@ -46,7 +47,7 @@ from payments.selectors import (
     payments_unconfirmed,
     payments_unresolved,
 )
-from payments.services import payment_apply, payment_refresh
+from payments.services import payment_apply
 from payments.types import ProviderPayment
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from checkout.models import Order, OrderEventKind, OrderStatus
 from checkout.selectors import order_payments
 from checkout.services.order_status import CLOSED_STATUSES
 from checkout.services.stock import record
-from payments import services as payments
+from payments import calls
 from payments.errors import PaymentError, PaymentInProgress, ProviderDown
 from payments.models import Payment, PaymentStatus
 
@@ -54,9 +54,9 @@ def order_release_duplicates(*, reference: str) -> int:
     for extra in charges_held(order_payments(order))[0 if closed else 1 :]:
         try:
             if extra.status == PaymentStatus.APPROVED:
-                payments.payment_refund(payment=extra, reason=reason)
+                calls.payment_refund(payment=extra, reason=reason)
             else:
-                payments.payment_cancel(payment=extra)
+                calls.payment_cancel(payment=extra)
         except (PaymentInProgress, ProviderDown) as exc:
             # Another action on it is running, or the provider did not answer (or confirm):
             # the task runs again later and finds it released, or releases it then.

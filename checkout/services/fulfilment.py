@@ -23,7 +23,7 @@ from checkout.services.mail import queue_order_mails
 from checkout.services.orders import CheckoutError
 from checkout.services.stock import order_restock_unshipped, record, restock
 from checkout.templatetags.shop import mxn
-from payments import services as payments
+from payments import calls
 from payments.errors import PaymentError
 from payments.models import IN_FLIGHT, Payment, PaymentStatus, Refund
 
@@ -103,7 +103,7 @@ def order_ship(*, order_id: int, quantities: dict[int, int] | None, actor: Actor
     if payment.status == PaymentStatus.AUTHORIZED:
         charged = shipping_amount(order, chosen)
         with _provider_refusals():
-            payments.payment_capture(payment=payment, amount=charged, actor=actor)
+            calls.payment_capture(payment=payment, amount=charged, actor=actor)
         released = payment.amount - charged
     return _record_shipment(order, chosen, charged, released, actor)
 
@@ -150,9 +150,9 @@ def order_cancel(*, order_id: int, actor: Actor) -> None:
     payment = _charge(order)
     with _provider_refusals():
         if payment is not None and payment.status == PaymentStatus.AUTHORIZED:
-            payments.payment_cancel(payment=payment, actor=actor)
+            calls.payment_cancel(payment=payment, actor=actor)
         elif payment is not None and payment.refundable_amount > 0:
-            payments.payment_refund(
+            calls.payment_refund(
                 payment=payment,
                 amount=payment.refundable_amount,
                 reason=_("Order cancelled"),
@@ -184,7 +184,7 @@ def order_refund(
     if payment is None or not payment.can_refund():
         raise OrderActionRefused(_("This order has no charged payment left to refund."))
     with _provider_refusals():
-        refund = payments.payment_refund(payment=payment, amount=amount, reason=reason, actor=actor)
+        refund = calls.payment_refund(payment=payment, amount=amount, reason=reason, actor=actor)
     record(order, OrderEventKind.REFUNDED, f"{mxn(amount)} {reason}".strip(), actor)
     restock(order, {pk: count for pk, count in returned.items() if count > 0}, actor)
     return refund
@@ -197,7 +197,7 @@ def order_refresh(*, order_id: int, actor: Actor) -> int:
     with _provider_refusals():
         for payment in order_payments(order):
             if payment.provider_id:
-                payments.payment_refresh(payment=payment, actor=actor)
+                calls.payment_refresh(payment=payment, actor=actor)
                 read += 1
     record(order, OrderEventKind.REFRESHED, "", actor)
     return read

@@ -16,6 +16,7 @@ from checkout.selectors import order_payments
 from checkout.services.order_status import derive_order_status
 from checkout.services.orders import CheckoutError, order_as_paid_now
 from checkout.services.reservations import order_expire, reservation_over
+from payments import calls
 from payments import services as payments
 from payments.errors import PaymentAttemptBlocked, PaymentError, PaymentOutcomeUnknown
 from payments.messages import decline_message
@@ -150,7 +151,7 @@ def order_check_payment(
         payment = attempts[-1] if attempts else None
     if refresh and payment is not None and payment.status == PaymentStatus.PENDING:
         try:
-            payment = payments.payment_refresh(payment=payment)
+            payment = calls.payment_refresh(payment=payment)
         except PaymentError as exc:
             logger.info("refresh of %s failed: %s", payment.pk, exc)
     return outcome_of(order, payment)

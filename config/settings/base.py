@@ -152,6 +152,41 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # sooner when it is older than DATABASE_CONN_MAX_AGE or broken, as Django does around a request.
 CELERY_DB_REUSE_MAX = 1000
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Three queues, so that a slow provider holds up only the work that waits on it: its writes
+# (creates, captures, cancels, refunds: a brownout of creates), its reads (refreshes, the
+# webhooks' refetch, reconciliation) and the shop's own tasks (order sync, stock, mails, relays).
+# Each has workers of its own in production (docs/deployment.md); a worker started without -Q
+# takes all three. Tasks not named here are the shop's own.
+CELERY_QUEUE_PROVIDER_WRITES = "provider_writes"
+CELERY_QUEUE_PROVIDER_READS = "provider_reads"
+CELERY_QUEUE_SHOP = "shop"
+CELERY_TASK_DEFAULT_QUEUE = CELERY_QUEUE_SHOP
+CELERY_TASK_QUEUES = {
+    name: {"exchange": name, "routing_key": name}
+    for name in (CELERY_QUEUE_PROVIDER_WRITES, CELERY_QUEUE_PROVIDER_READS, CELERY_QUEUE_SHOP)
+}
+_PROVIDER_WRITES = (
+    "payments.tasks.payment_send_create_task",
+    "payments.tasks.payment_confirm_create_task",
+    "payments.tasks.staff_action_run_task",
+    "checkout.tasks.order_release_duplicates_task",
+)
+_PROVIDER_READS = (
+    "payments.tasks.payment_refresh_task",
+    "payments.tasks.payments_reconcile_task",
+    "payments.tasks.authorizations_watch_task",
+    "payments.tasks.payment_methods_refresh_task",
+    "payments.tasks.provider_check_task",
+    "webhooks.tasks.webhook_process_task",
+)
+CELERY_TASK_ROUTES = {
+    name: {"queue": queue}
+    for queue, names in (
+        (CELERY_QUEUE_PROVIDER_WRITES, _PROVIDER_WRITES),
+        (CELERY_QUEUE_PROVIDER_READS, _PROVIDER_READS),
+    )
+    for name in names
+}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING (and its redaction)
 CELERY_TIMEZONE = "UTC"
 # How often beat runs the webhook relay and the payments' reconciliation (seconds); a run not

@@ -11,12 +11,9 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from payments import ledger
-from payments.client import get_client
-from payments.errors import PaymentError, PaymentNotAllowed
-from payments.messages import provider_errors
+from payments.errors import PaymentError
 from payments.models import (
     AUTHORIZATION_VALIDITY,
     REACHABLE,
@@ -159,17 +156,3 @@ def payment_apply(
     """Apply a snapshot fetched elsewhere (e.g. by a webhook task) if it is not older than what
     is held; illegal moves are recorded as anomalies and raise `IllegalTransition`."""
     return apply_in_transaction(payment.pk, remote, kind=kind, actor=actor)
-
-
-def payment_refresh(*, payment: Payment, actor: Actor = None) -> Payment:
-    """Fetch the payment from the provider and apply it if it is not older than what we hold."""
-    if not payment.provider_id:
-        raise PaymentNotAllowed(
-            _(
-                "This payment has no provider id yet; it is reconciled when the provider "
-                "notifies it."
-            )
-        )
-    with provider_errors():
-        remote = get_client().get_payment(payment.provider_id)
-    return apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.SYNCED, actor=actor)

@@ -11,8 +11,8 @@ from django.core import mail
 
 from checkout.models import Order, OrderStatus
 from checkout.services import order_pay, order_payments
+from payments.calls import payment_refresh
 from payments.models import Payment, PaymentStatus
-from payments.services import payment_refresh
 from tests.checkout.support import open_challenge
 from tests.factories import ProductFactory
 from tests.support import VISA, Api
@@ -104,7 +104,7 @@ def test_a_duplicate_another_action_is_releasing_is_logged_as_such_not_as_an_err
     def busy(**_: object) -> None:
         raise PaymentInProgress("Another action (refund) is already running.")
 
-    monkeypatch.setattr(checkout.services.duplicate_charges.payments, "payment_refund", busy)
+    monkeypatch.setattr(checkout.services.duplicate_charges.calls, "payment_refund", busy)
     caplog.set_level(logging.INFO, logger="checkout.services.duplicate_charges")
     payment_refresh(payment=first)
     run_queued()

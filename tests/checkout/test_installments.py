@@ -26,6 +26,7 @@ from checkout.installments import (
 )
 from checkout.models import Order, Product
 from config.env import env_decimal, env_int_list
+from payments import calls
 from payments.client import get_client
 from payments.models import Payment
 from payments.types import PaymentMethodEntry
@@ -386,15 +387,14 @@ def test_an_installment_authorization_is_captured_in_part_and_refunded(
 ) -> None:
     """With manual capture, a 6-month authorization of $1,780.00 is captured for $1,200.00 and
     then refunded $200.00, by the provider's usual rules; the plan stays on the payment."""
-    from payments import services
 
     settings.PAYMENTS_CAPTURE_METHOD = "manual"
     token = shop.card_token(INSTALLMENTS_VISA)["id"]
     assert pay(browser, order, token, 6, "415231").json()["result"] == "authorized"
     payment = Payment.objects.get(external_reference=order.reference)
 
-    services.payment_capture(payment=payment, amount=Decimal("1200.00"))
-    services.payment_refund(payment=payment, amount=Decimal("200.00"), reason="one item back")
+    calls.payment_capture(payment=payment, amount=Decimal("1200.00"))
+    calls.payment_refund(payment=payment, amount=Decimal("200.00"), reason="one item back")
 
     payment.refresh_from_db()
     assert (payment.status, payment.captured_amount, payment.refunded_amount) == (

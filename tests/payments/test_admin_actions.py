@@ -15,8 +15,8 @@ from django.contrib.admin.models import CHANGE
 from django.test import Client
 from django.utils.html import escape
 
+from payments.calls import payment_refund
 from payments.models import PaymentEventKind, PaymentStatus, Refund
-from payments.services import payment_refund
 from tests.payments.admin_support import (
     action_url,
     approved,

@@ -14,8 +14,8 @@ import pytest
 from django.test import Client
 from django.utils.html import strip_tags
 
+from payments.calls import payment_refund
 from payments.models import PaymentStatus, Refund
-from payments.services import payment_refund
 from tests.payments.admin_support import (
     VIEW_PAYMENTS,
     action_url,

@@ -13,8 +13,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 
+from payments.calls import subscription_sync
 from payments.models import Subscription
-from payments.services import subscription_sync
 from tests.payments.admin_support import action_choices, count_calls, log_entries, messages_of
 from tests.support import Api
 

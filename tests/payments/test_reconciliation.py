@@ -15,6 +15,7 @@ from django.core import mail
 from django.utils import timezone
 
 from checkout.models import Order, OrderStatus
+from payments.calls import payment_cancel
 from payments.errors import PaymentOutcomeUnknown, PaymentRefused
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
 from payments.reconciliation import (
@@ -23,7 +24,6 @@ from payments.reconciliation import (
     payment_sync,
     payments_reconcile,
 )
-from payments.services import payment_cancel
 from tests.factories import PaymentFactory, ProductFactory
 from tests.shop import make_order
 from tests.support import DECLINED, THREE_DS, Api

@@ -10,6 +10,13 @@ from typing import Any
 import pytest
 from django.utils import translation
 
+from payments.calls import (
+    payment_cancel,
+    payment_capture,
+    payment_refund,
+    subscription_cancel,
+    subscription_sync,
+)
 from payments.errors import InvalidAmount, PaymentNotAllowed, PaymentRefused, ProviderDown
 from payments.messages import REFUSALS
 from payments.models import (
@@ -19,13 +26,6 @@ from payments.models import (
     Refund,
     Subscription,
     SubscriptionStatus,
-)
-from payments.services import (
-    payment_cancel,
-    payment_capture,
-    payment_refund,
-    subscription_cancel,
-    subscription_sync,
 )
 from tests.factories import PaymentFactory
 from tests.support import DECLINED, THREE_DS, VISA, Api

@@ -13,6 +13,7 @@ import pytest
 from django.forms.models import model_to_dict
 from django.utils import timezone, translation
 
+from payments.calls import payment_capture, payment_refresh
 from payments.client import PaymentsClient
 from payments.confirmation import payment_confirm_create
 from payments.errors import (
@@ -27,7 +28,7 @@ from payments.messages import REFUSALS
 from payments.models import Payment, PaymentEventKind, PaymentStatus
 from payments.reconciliation import payment_sync
 from payments.sealed import unseal
-from payments.services import payment_capture, payment_create, payment_refresh
+from payments.services import payment_create
 from payments.statuses import UnknownProviderStatus, local_status
 from payments.types import ProviderPayment
 from tests.factories import PaymentFactory, order_reference

@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
+from payments.calls import payment_capture, payment_refresh, payment_refund
 from payments.models import PaymentEventKind, PaymentStatus
-from payments.services import payment_capture, payment_refresh, payment_refund
 from tests.factories import PaymentFactory
 from tests.support import Api
 

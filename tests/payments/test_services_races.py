@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from payments.calls import payment_cancel, payment_capture, payment_refund
 from payments.errors import InvalidAmount, PaymentInProgress, PaymentNotAllowed
 from payments.models import Payment, PaymentEventKind, PaymentStatus, Refund
-from payments.services import payment_cancel, payment_capture, payment_create, payment_refund
+from payments.services import payment_create
 from tests.factories import PaymentFactory, order_reference
 from tests.support import Api
 

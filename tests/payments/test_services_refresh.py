@@ -14,9 +14,10 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from payments.calls import payment_refresh
 from payments.errors import PaymentNotAllowed, PaymentRefused, ProviderDown
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
-from payments.services import IllegalTransition, payment_apply, payment_refresh
+from payments.services import IllegalTransition, payment_apply
 from payments.signals import payment_status_changed
 from payments.types import ProviderPayment
 from tests.factories import PaymentFactory

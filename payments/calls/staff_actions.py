@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from payments import ledger
+from payments.calls.refresh import payment_refresh
 from payments.client import get_client, new_idempotency_key
 from payments.errors import (
     Conflict,
@@ -30,12 +31,7 @@ from payments.messages import refusal_message
 from payments.models import Payment, PaymentEventKind, PaymentIntent, PaymentStatus, Refund
 from payments.services.claims import claim_payment, release_claim
 from payments.services.records import Actor, acting_user, check_amount, record_event
-from payments.services.snapshots import (
-    IllegalTransition,
-    apply_in_transaction,
-    apply_snapshot,
-    payment_refresh,
-)
+from payments.services.snapshots import IllegalTransition, apply_in_transaction, apply_snapshot
 from payments.types import ProviderPayment
 
 logger = logging.getLogger(__name__)
