@@ -2,8 +2,8 @@
 `config/gunicorn.py` ships it) and one Celery worker (as docs/deployment.md runs it), against a
 live sandbox of its own.
 
-1. 1,000 payments through the shop's own `payment_create` (half manual-capture authorizations,
-   half approvals), then at the sandbox, behind the shop's back: a third of the authorizations
+1. 1,000 payments stored and sent as the shop's create task does (half manual-capture
+   authorizations, half approvals), then at the sandbox, behind the shop's back: a third of the authorizations
    captured and a third cancelled, a quarter of the approvals refunded in full and a quarter in
    part. Also 600 more authorizations, captured at the sandbox, for the calm traffic.
 2. Baseline: 10,000 no-op tasks through the same worker, before and after the storm.
@@ -54,8 +54,9 @@ def in_threads(work: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
 
 def new_payment(capture_method: str) -> Any:
     from checkout.models import Order, new_reference
+    from payments.calls.create import payment_send_create
     from payments.client import get_client
-    from payments.services import payment_create
+    from payments.services import payment_attempt_store
 
     order = Order.objects.create(
         reference=new_reference(), first_name="Ana", last_name="Pérez", email="ana@example.com",
@@ -65,13 +66,13 @@ def new_payment(capture_method: str) -> Any:
     token = get_client().create_card_token(
         number="4242424242424242", exp_month="12", exp_year="2031", cvv="123", holder_name="Ana"
     )
-    return payment_create(
+    return payment_send_create(payment=payment_attempt_store(
         external_reference=order.reference, attempt_key=uuid.uuid4().hex, amount=order.total,
         currency="MXN", description=f"Pedido {order.reference}", card_token=token.id,
         capture_method=capture_method, customer={"email": "ana@example.com"},
         prevention_data={"device_finger_print_token": "bench"},
         return_url="http://127.0.0.1:8000/", webhook_url="",
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def change_at_provider(payment: Any, index: int) -> None:

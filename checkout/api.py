@@ -17,7 +17,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from checkout.installments import InstallmentsRefused, check_installments
-from checkout.limits import LimitsUnavailable, payment_attempts_exceeded, status_checks_exceeded
+from checkout.limits import (
+    LimitsUnavailable,
+    order_attempts_exceeded,
+    payment_attempts_exceeded,
+    status_checks_exceeded,
+)
 from checkout.models import Order
 from checkout.ownership import own_order
 from checkout.serializers import PaymentAttemptSerializer, PaymentOutcomeSerializer
@@ -26,7 +31,6 @@ from config.api import (
     ERROR,
     Conflict,
     JSONAPIView,
-    ServiceUnavailable,
     TooManyRequests,
     json_object,
 )
@@ -70,17 +74,14 @@ class InstallmentsNotOffered(APIException):
     default_code = "installments_not_available"
 
 
-class CannotCountAttempts(ServiceUnavailable):
-    default_detail = _(
-        "We cannot take your payment at this moment. Nothing was charged; please try again in a "
-        "minute."
-    )
+# Outcomes the page must ask for again (GET the status) until they are known.
+FOLLOW = ("processing", "unknown")
 
 
-def _answer(order: Order, outcome: PaymentOutcome) -> Response:
+def _answer(order: Order, outcome: PaymentOutcome, *, status: int = 200) -> Response:
     paid = outcome.result in ("approved", "authorized")
     redirect = reverse("checkout:order", kwargs={"reference": order.reference}) if paid else ""
-    return Response({**outcome.as_json(), "redirect": redirect})
+    return Response({**outcome.as_json(), "redirect": redirect}, status=status)
 
 
 class PayAttemptView(JSONAPIView):
@@ -93,23 +94,26 @@ class PayAttemptView(JSONAPIView):
     @extend_schema(
         operation_id="pay_attempt",
         summary="Pay the order with one attempt",
-        description="Creates the payment of one attempt on the server. The same `attempt_id` "
-        "never pays twice: a repeated attempt answers that attempt's outcome again without "
-        "calling the provider. Checked in this order: CSRF (403), method (405), the order "
-        "belongs to this browser session (404), attempts per session and per client address "
-        "(429; every request that gets this far counts), the body (400, 413, 415), the order "
-        "can still be paid (409). Only a valid body can reach the provider or change anything.",
+        description="Stores one attempt to pay the order and queues its payment's creation: "
+        "answered at once, `202` with the result `processing` (or `unknown` while an earlier "
+        "attempt is still being confirmed); then ask the status endpoint until the result is "
+        "known. No provider call is made in this request. The same `attempt_id` never pays "
+        "twice: a repeated attempt answers that attempt's outcome again (`200` once known). "
+        "Checked in this order: CSRF (403), method (405), the order belongs to this browser "
+        "session (404), attempts per session and per client address (429; every request that "
+        "gets this far counts; while Redis is down, per order in the database), the body (400, "
+        "413, 415), the order can still be paid (409). Only a valid body changes anything.",
         parameters=[REFERENCE],
         request=PaymentAttemptSerializer,
         responses={
+            202: PaymentOutcomeSerializer,
             200: PaymentOutcomeSerializer,
             (400, "application/json"): ERROR,
             404: NOT_FOUND,
             409: OpenApiResponse(ERROR, "The order cannot be paid any more."),
             413: OpenApiResponse(ERROR, "The body is over 4096 bytes."),
             415: ERROR,
-            429: OpenApiResponse(ERROR, "Too many payment attempts (session or address)."),
-            503: OpenApiResponse(ERROR, "The attempts cannot be counted; try after Retry-After."),
+            429: OpenApiResponse(ERROR, "Too many payment attempts (session, address or order)."),
             **CSRF_FAILURE,
         },
         auth=SHOPPER,
@@ -119,10 +123,11 @@ class PayAttemptView(JSONAPIView):
     def post(self, request: Request, reference: str) -> Response:
         order = own_order(request, reference)
         try:
-            if payment_attempts_exceeded(request._request):
-                raise TooManyAttempts()
-        except LimitsUnavailable as exc:
-            raise CannotCountAttempts() from exc
+            exceeded = payment_attempts_exceeded(request._request)
+        except LimitsUnavailable:
+            exceeded = order_attempts_exceeded(order)  # counted by the order in the database
+        if exceeded:
+            raise TooManyAttempts()
         serializer = PaymentAttemptSerializer(data=json_object(request))
         serializer.is_valid(raise_exception=True)
         attempt: dict[str, Any] = serializer.validated_data
@@ -152,7 +157,7 @@ class PayAttemptView(JSONAPIView):
             )
         except CheckoutError as exc:
             raise Conflict(exc.message) from exc
-        return _answer(order, outcome)
+        return _answer(order, outcome, status=202 if outcome.result in FOLLOW else 200)
 
 
 STATUS = {
@@ -163,8 +168,9 @@ STATUS = {
 
 
 class PaymentStatusView(JSONAPIView):
-    """The outcome of the latest attempt (or of `payment_id`), checked with the provider while
-    it waits for the bank; past the session's rate of checks, from the shop's own records."""
+    """The outcome of the latest attempt (or of `payment_id`), from the shop's own records.
+    While it waits for the bank (3-D Secure), a read of it from the provider is queued (one at a
+    time, within the session's rate of checks)."""
 
     @extend_schema(
         operation_id="payment_status",

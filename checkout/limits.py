@@ -5,11 +5,16 @@ in a loop must not turn into as many calls to the provider."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
-from django_ratelimit.core import is_ratelimited
+from django.utils import timezone
+from django_ratelimit.core import _split_rate, is_ratelimited
+
+from checkout.models import Order
+from payments.models import Payment
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +29,12 @@ def _limited(request: HttpRequest, **limit: Any) -> bool:
     except Exception as exc:  # the cache's own errors differ by backend: all mean "unreachable"
         logger.warning("checkout limits unavailable (%s): %s", limit["group"], exc)
         raise LimitsUnavailable(str(exc)) from exc
+
+
+def _rate(rate: str) -> tuple[int, int]:
+    """A rate of the settings ("8/10m") as (count, seconds), as django-ratelimit reads it."""
+    count, seconds = _split_rate(rate)
+    return int(count), int(seconds)
 
 
 def _session_or_address(group: str, request: HttpRequest) -> str:
@@ -41,13 +52,24 @@ def _counted(request: HttpRequest, what: str, per_session: str, per_address: str
 
 def payment_attempts_exceeded(request: HttpRequest) -> bool:
     """Count this payment attempt; True when its session or its address has made too many.
-    Raises `LimitsUnavailable` when they cannot be counted: no attempt goes uncounted."""
+    Raises `LimitsUnavailable` when they cannot be counted (then `order_attempts_exceeded`
+    counts them): no attempt goes uncounted."""
     return _counted(
         request,
         "pay",
         settings.SHOP_PAY_ATTEMPTS_PER_SESSION,
         settings.SHOP_PAY_ATTEMPTS_PER_ADDRESS,
     )
+
+
+def order_attempts_exceeded(order: Order) -> bool:
+    """While the cache cannot count attempts (Redis down): True when the order has had as many
+    attempts within the period as a session may make (SHOP_PAY_ATTEMPTS_PER_SESSION), counted
+    in the database. The shop keeps taking payments, and card testing stays bounded."""
+    count, seconds = _rate(settings.SHOP_PAY_ATTEMPTS_PER_SESSION)
+    since = timezone.now() - timedelta(seconds=seconds)
+    made = Payment.objects.filter(external_reference=order.reference, created_at__gte=since)
+    return made.count() >= count
 
 
 def status_checks_exceeded(request: HttpRequest) -> bool:

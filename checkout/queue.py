@@ -9,6 +9,7 @@ from django.db import transaction
 
 MAIL_SEND_TASK = "checkout.tasks.order_mail_send_task"
 RELEASE_DUPLICATES_TASK = "checkout.tasks.order_release_duplicates_task"
+ORDERS_LIST_MAIL_TASK = "checkout.tasks.orders_list_mail_task"
 
 
 def queue_on_commit(task: str, *args: object) -> None:

@@ -3,6 +3,7 @@ JSON calls are in `checkout.api`)."""
 
 from __future__ import annotations
 
+from celery import current_app
 from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -12,13 +13,13 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from checkout import tasks
 from checkout.cart import MAX_PER_LINE, Cart, CartError
 from checkout.forms import CheckoutForm, MyOrdersForm, QuantityForm
 from checkout.installments import order_installments, plans_for
 from checkout.limits import order_creations_exceeded, order_lists_exceeded, status_checks_exceeded
 from checkout.models import Order, OrderStatus, Product
 from checkout.ownership import linked_order, own_order, remember_order
+from checkout.queue import ORDERS_LIST_MAIL_TASK
 from checkout.selectors import order_payments
 from checkout.services import CheckoutError, order_as_paid_now, order_create_from_cart
 from checkout.services.payment_page import order_pending_challenge
@@ -137,8 +138,8 @@ def checkout(request: HttpRequest) -> HttpResponse:
 @require_GET
 def pay(request: HttpRequest, reference: str) -> HttpResponse:
     order = order_expire_if_over(order_as_paid_now(own_order(request, reference)))
-    # A 3-D Secure challenge the provider still has pending is opened again (a reload).
-    # (Read from the provider within the session's status checks; beyond, as last heard.)
+    # A 3-D Secure challenge still pending as the shop last heard is opened again (a reload);
+    # a read of it is queued, within the session's status checks.
     challenge = None
     if order.is_payable:
         challenge = order_pending_challenge(
@@ -213,7 +214,7 @@ def my_orders(request: HttpRequest) -> HttpResponse:
         email = form.cleaned_data["email"]
         language = get_language() or "es"
         try:
-            tasks.orders_list_mail_task.delay(email, language)
+            current_app.send_task(ORDERS_LIST_MAIL_TASK, args=(email, language))
         except Exception:  # the broker is down: say so, rather than promise a mail
             form.add_error(None, _("We cannot send mail right now. Please try again later."))
             context = _context(request, form=form)

@@ -45,6 +45,23 @@ def refusal_message(error: ProviderApiError) -> str:
     return str(REFUSALS.get(error.error_code, DEFAULT_REFUSAL))
 
 
+# The status_code of an attempt whose create never reached the provider (so nothing was charged).
+NOT_REACHED = "UNREACHABLE"
+NOT_REACHED_MESSAGE = _(
+    "The payment service is not reachable right now; nothing was charged. Please try again in a "
+    "moment."
+)
+DEFAULT_FAILURE = _("The payment could not be made. You can try again.")
+
+
+def failure_message(code: str) -> str:
+    """What the shopper reads of an attempt that failed before becoming a payment, by the
+    code kept on it (the provider's refusal, or NOT_REACHED)."""
+    if code == NOT_REACHED:
+        return str(NOT_REACHED_MESSAGE)
+    return str(REFUSALS.get(code, DEFAULT_FAILURE))
+
+
 def decline_message(code: str) -> str:
     return str(DECLINES.get(code.strip().upper(), DEFAULT_DECLINE))
 

@@ -22,12 +22,10 @@ from django.utils.module_loading import import_string
 from payments import ledger
 from payments.calls import payment_refresh
 from payments.client import get_client
-from payments.confirmation import payment_confirm_create
 from payments.errors import (
     NotFound,
     PaymentError,
     PaymentInProgress,
-    PaymentOutcomeUnknown,
     PaymentRefused,
     ProviderDown,
 )
@@ -44,7 +42,6 @@ from payments.selectors import (
     authorizations_expired,
     authorizations_to_warn,
     payments_to_reconcile,
-    payments_unconfirmed,
     payments_unresolved,
 )
 from payments.services import payment_apply
@@ -198,10 +195,10 @@ class ReconcileReport:
 
 
 def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> ReconcileReport:
-    """Send again the creates whose outcome is unknown (with their key), then refresh payments
-    that are not final and may have moved without telling us: pending for over 10 minutes,
-    authorized or approved and not read for a while. Stops at the first sign that the provider
-    is down, so a schedule never hammers it."""
+    """Refresh payments that are not final and may have moved without telling us: pending for
+    over 10 minutes, authorized or approved and not read for a while (the creates whose outcome
+    is unknown are sent again by their own task and its sweep). Stops at the first sign that
+    the provider is down, so a schedule never hammers it."""
     now = now or timezone.now()
     report = ReconcileReport(unresolved=payments_unresolved(now=now))
     if report.unresolved:
@@ -210,15 +207,6 @@ def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> Reco
             "%d payment attempt(s) have an unknown outcome and no provider id yet",
             report.unresolved,
         )
-    for payment in payments_unconfirmed(limit=limit):
-        report.checked += 1
-        try:
-            payment_confirm_create(payment=payment)
-        except PaymentOutcomeUnknown:
-            report.failed += 1
-            break  # the provider still gives no answer: the others wait for the next run
-        else:
-            report.changed += 1
     for payment in payments_to_reconcile(now=now, limit=limit):
         before = _amounts(payment)
         report.checked += 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.db.models import F, Q
+from django.utils import timezone
 
 from payments.models import EXPIRY_WARNING_DAYS, IN_FLIGHT, Payment, PaymentStatus
 
@@ -35,11 +36,16 @@ def payments_to_reconcile(*, now: datetime, limit: int) -> list[Payment]:
     )
 
 
-def payments_unconfirmed(*, limit: int) -> list[Payment]:
-    """Attempts whose create is to be sent again: outcome unknown, with their request kept.
-    Oldest first."""
-    waiting = Payment.objects.filter(status__in=IN_FLIGHT).exclude(create_request="")
-    return list(waiting.order_by("created_at")[:limit])
+SEND_WAITING_AFTER = timedelta(seconds=20)
+
+
+def payments_waiting_to_send(*, limit: int = 500) -> list[int]:
+    """Attempts whose create is waiting to be sent (stored, or unanswered, with their request
+    kept) for longer than a task takes to start: their ids, oldest first."""
+    waiting = Payment.objects.filter(
+        status__in=IN_FLIGHT, updated_at__lt=timezone.now() - SEND_WAITING_AFTER
+    ).exclude(create_request="")
+    return list(waiting.order_by("created_at").values_list("pk", flat=True)[:limit])
 
 
 def payments_unresolved(*, now: datetime) -> int:

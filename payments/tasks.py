@@ -1,13 +1,19 @@
-"""Scheduled work on payments: thin tasks over the reconciliation services."""
+"""Payments' tasks: every call to the provider is made here, never in a web request. Thin:
+each takes an id and calls a service of `payments.calls` or the reconciliation."""
 
 from __future__ import annotations
 
-from celery import shared_task
+from typing import Any
 
-from payments.confirmation import payment_confirm_create
-from payments.errors import PaymentOutcomeUnknown
+from celery import Task, shared_task
+
+from payments import queue
+from payments.calls.create import payment_send_create
+from payments.calls.refresh import payment_refresh
+from payments.errors import PaymentError, PaymentOutcomeUnknown
 from payments.models import Payment
 from payments.reconciliation import authorizations_watch, payments_reconcile
+from payments.selectors import payments_waiting_to_send
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -23,19 +29,73 @@ def authorizations_watch_task() -> int:
     return report.warned + report.refreshed
 
 
-@shared_task(
-    acks_late=True,
-    ignore_result=True,
-    autoretry_for=(PaymentOutcomeUnknown,),
-    retry_backoff=5,
-    retry_backoff_max=600,
-    retry_jitter=True,
-    max_retries=20,
-)
-def payment_confirm_create_task(payment_id: int) -> str:
-    """Send an unknown attempt's create again with its key until the provider says what
-    happened (then the reconciliation schedule takes over)."""
+class _SendCreate(Task):
+    """The create task's marker (payments.queue) lasts while the task waits for its next try,
+    and goes once the attempt is settled, or given up on after the last retry (then the sweep
+    queues it again)."""
+
+    def after_return(self, status: str, retval: Any, task_id: str, args: Any, *rest: Any) -> None:
+        if status == "RETRY":
+            queue.mark(queue.SEND_CREATE_TASK, int(args[0]))
+        else:
+            queue.unmark(queue.SEND_CREATE_TASK, int(args[0]))
+
+
+def _send_create(payment_id: int) -> str:
     payment = Payment.objects.filter(pk=payment_id).first()
     if payment is None:
         return "gone"
-    return payment_confirm_create(payment=payment).status
+    return payment_send_create(payment=payment).status
+
+
+RETRY_UNCONFIRMED = {
+    "acks_late": True,
+    "ignore_result": True,
+    "autoretry_for": (PaymentOutcomeUnknown,),
+    "retry_backoff": 5,
+    "retry_backoff_max": 600,
+    "retry_jitter": True,
+    "max_retries": 20,
+    "base": _SendCreate,
+}
+
+
+@shared_task(**RETRY_UNCONFIRMED)
+def payment_send_create_task(payment_id: int) -> str:
+    """Send a stored attempt's create, and again with its key until the provider says what
+    happened (then the reconciliation schedule takes over)."""
+    return _send_create(payment_id)
+
+
+@shared_task(name="payments.tasks.payment_confirm_create_task", **RETRY_UNCONFIRMED)
+def payment_confirm_create_task(payment_id: int) -> str:
+    """The create task's earlier name, for its messages still queued."""
+    return _send_create(payment_id)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def payments_send_waiting_task() -> int:
+    """The create task's safety net: queue again the attempts whose create is waiting to be
+    sent and has no task on its way (the broker was down when they were stored, or the task
+    was lost); how many were queued."""
+    queued = 0
+    for payment_id in payments_waiting_to_send():
+        if not queue.is_queued(queue.SEND_CREATE_TASK, payment_id):
+            queued += queue.publish(queue.SEND_CREATE_TASK, payment_id)
+    return queued
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def payment_refresh_task(payment_id: int) -> str:
+    """Read a payment again (the status page asks while a 3-D Secure challenge is pending):
+    its notification may not have come yet."""
+    try:
+        payment = Payment.objects.filter(pk=payment_id).first()
+        if payment is None or not payment.provider_id:
+            return "nothing to read"
+        try:
+            return payment_refresh(payment=payment).status
+        except PaymentError as exc:  # the reconciliation reads it later
+            return f"not read: {exc.message}"
+    finally:
+        queue.unmark(queue.REFRESH_TASK, payment_id)

@@ -137,6 +137,7 @@ def celery_app() -> Any:
     """The shop's Celery app as configured from settings: Redis when REDIS_URL is set."""
     from config.celery import app
 
+    app.loader.import_default_modules()  # every task registered, as on a worker
     return app
 
 

@@ -13,9 +13,15 @@ import factory
 from django.utils import timezone
 
 from checkout.models import Order, OrderEvent, OrderItem, Product
+from payments.calls.create import payment_send_create
 from payments.models import Payment, PaymentEvent, Refund
-from payments.services import payment_create
+from payments.services import payment_attempt_store
 from tests.support import VISA, Api
+
+
+def create_now(**attempt: Any) -> Payment:
+    """Store an attempt and send its create here and now, as its task does."""
+    return payment_send_create(payment=payment_attempt_store(**attempt))
 
 
 def order_reference() -> str:
@@ -124,7 +130,7 @@ class PaymentFactory(factory.django.DjangoModelFactory):
         unused = given - {"external_reference", "idempotency_key", "amount", "capture_method"}
         if unused:
             raise TypeError(f"a payment made through the provider cannot be given {unused}")
-        return payment_create(
+        return create_now(
             external_reference=kwargs["external_reference"],
             attempt_key=kwargs["idempotency_key"],
             amount=Decimal(kwargs["amount"]),

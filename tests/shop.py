@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.contrib.messages import get_messages
@@ -83,17 +85,43 @@ def error_messages(response: HttpResponse) -> list[str]:
     return [str(m) for m in get_messages(response.wsgi_request) if m.level_tag == "error"]
 
 
+def send_creates() -> None:
+    """Send, here and now, the create of each attempt stored and not yet sent, as its task does
+    on a worker (what the task queues on commit is left to the test's own capture)."""
+    from payments.models import IN_FLIGHT, Payment
+    from payments.tasks import payment_send_create_task
+
+    waiting = Payment.objects.filter(status__in=IN_FLIGHT).exclude(create_request="")
+    for pk in waiting.order_by("pk").values_list("pk", flat=True):
+        payment_send_create_task.apply(args=[pk])
+
+
+@contextmanager
+def creates_sent_here() -> Iterator[None]:
+    """Within: the creates that requests queue are not published to the broker; on leaving,
+    they are sent here and now (`send_creates`)."""
+    from django.db import connection
+
+    start = len(connection.run_on_commit)
+    yield
+    del connection.run_on_commit[start:]  # their publishing: done here instead
+    send_creates()
+
+
 def paid_order(shop: Api, *lines: tuple[Product, int]) -> Order:
     """An order placed and paid with 4242 (held with manual capture, charged with automatic),
     its status synced as its task would."""
     browser = shopper()
     order = place_order(browser, *lines)
     body = {"card_token": shop.card_token()["id"], "attempt_id": uuid.uuid4().hex}
-    response = browser.post(
-        reverse("checkout:pay_attempt", args=[order.reference]),
-        json.dumps(body),
-        content_type="application/json",
-    )
+    with creates_sent_here():
+        taken = browser.post(
+            reverse("checkout:pay_attempt", args=[order.reference]),
+            json.dumps(body),
+            content_type="application/json",
+        )
+    assert taken.status_code == 202, taken.content
+    response = browser.get(reverse("checkout:payment_status", args=[order.reference]))
     assert response.json()["result"] in ("approved", "authorized"), response.content
     order_sync_status(order_id=order.pk)
     order.refresh_from_db()

@@ -1,4 +1,7 @@
-"""The payment page: paying an order (one attempt at a time) and checking its payment."""
+"""The payment page: paying an order (one attempt at a time) and checking its payment, from the
+shop's own records. An attempt is stored and its create queued (a task sends it); the page asks
+for the outcome until it is known. A payment waiting for its 3-D Secure challenge is read again
+by a task (one at a time), should its notification be late."""
 
 from __future__ import annotations
 
@@ -16,11 +19,11 @@ from checkout.selectors import order_payments
 from checkout.services.order_status import derive_order_status
 from checkout.services.orders import CheckoutError, order_as_paid_now
 from checkout.services.reservations import order_expire, reservation_over
-from payments import calls
 from payments import services as payments
-from payments.errors import PaymentAttemptBlocked, PaymentError, PaymentOutcomeUnknown
-from payments.messages import decline_message
+from payments.errors import PaymentAttemptBlocked, PaymentError, PaymentInProgress
+from payments.messages import decline_message, failure_message
 from payments.models import Payment, PaymentStatus
+from payments.queue import REFRESH_TASK, publish
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +32,7 @@ logger = logging.getLogger(__name__)
 class PaymentOutcome:
     """What the payment page needs to know after an attempt or a check."""
 
-    result: str  # approved | authorized | pending | rejected | failed | unknown
+    result: str  # processing | approved | authorized | pending | rejected | failed | unknown
     order_status: str
     message: str
     payment_id: str = ""
@@ -58,12 +61,12 @@ def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
         PaymentStatus.PENDING: _("Your bank needs to verify this payment."),
         PaymentStatus.REJECTED: decline_message(payment.status_code),
         PaymentStatus.CANCELLED: _("The payment was not completed. You can try again."),
-        PaymentStatus.FAILED: _("The payment could not be made. You can try again."),
+        PaymentStatus.FAILED: failure_message(payment.status_code),
         PaymentStatus.UNKNOWN: _("We are confirming your payment with the bank."),
-        PaymentStatus.CREATING: _("We are confirming your payment with the bank."),
+        PaymentStatus.CREATING: _("Processing your payment…"),
     }
     result = {
-        PaymentStatus.CREATING: "unknown",
+        PaymentStatus.CREATING: "processing",
         PaymentStatus.UNKNOWN: "unknown",
         PaymentStatus.CANCELLED: "failed",
         PaymentStatus.REFUNDED: "approved",
@@ -99,11 +102,12 @@ def order_pay(
     return_url: str,
     installments: int = 1,
 ) -> PaymentOutcome:
-    """Create the payment of one attempt (the same attempt never pays twice), in full or in
-    `installments` interest-free monthly payments (checked by `checkout.installments`)."""
+    """Store one attempt to pay the order (the same attempt never pays twice), in full or in
+    `installments` interest-free monthly payments (checked by `checkout.installments`), and
+    queue its create: the outcome is `processing` until a task has the provider's answer."""
     attempt_key = f"{order.reference}-{attempt_id}"
     earlier = Payment.objects.filter(idempotency_key=attempt_key).first()
-    if earlier is not None:  # a retry of this very attempt (e.g. its answer was lost): replay
+    if earlier is not None:  # a retry of this very attempt (a double click, a lost answer)
         return outcome_of(order, earlier)
     if reservation_over(order) and order_expire(order_id=order.pk):
         raise CheckoutError(
@@ -115,7 +119,7 @@ def order_pay(
     if not order_as_paid_now(order).is_payable:
         raise CheckoutError(_("This order is already paid or closed."))
     try:
-        payment = payments.payment_create(
+        payment = payments.payment_attempt_store(
             external_reference=order.reference,
             attempt_key=attempt_key,
             amount=order.total,
@@ -130,39 +134,37 @@ def order_pay(
             installments=installments,
         )
     except PaymentError as exc:
-        # An attempt whose answer never came (this one, or the earlier one blocking it) is
-        # still being confirmed: the page keeps checking. Anything else failed outright.
-        # (The order has followed its payment already: payments' signal, on commit.)
-        unknown = isinstance(exc, PaymentOutcomeUnknown | PaymentAttemptBlocked)
+        # An earlier attempt still on its way blocks this one: the page follows it. Anything
+        # else (an amount or a plan the provider does not take) failed outright.
+        following = isinstance(exc, PaymentAttemptBlocked | PaymentInProgress)
         order_status = derive_order_status(order_payments(order))
-        return PaymentOutcome("unknown" if unknown else "failed", order_status, exc.message)
+        return PaymentOutcome("unknown" if following else "failed", order_status, exc.message)
     return outcome_of(order, payment)
 
 
 def order_check_payment(
     *, order: Order, payment_id: str = "", refresh: bool = True
 ) -> PaymentOutcome:
-    """The latest attempt (or the given one), refreshed from the provider if still pending (and
-    `refresh`): a 3-D Secure message from the browser is a hint, the provider's answer is the
-    proof. Without `refresh`, what the shop holds (which notifications keep up to date)."""
+    """Where the latest attempt (or the given one) stands, from the shop's records. A payment
+    waiting for its 3-D Secure challenge is read again by a task if `refresh` (at most one on
+    its way per payment): a message from the browser is a hint, the provider's answer is the
+    proof, and its notification may be late."""
     attempts = order_payments(order)
     payment = next((p for p in attempts if payment_id and p.provider_id == payment_id), None)
     if payment is None and not payment_id:
         payment = attempts[-1] if attempts else None
-    if refresh and payment is not None and payment.status == PaymentStatus.PENDING:
-        try:
-            payment = calls.payment_refresh(payment=payment)
-        except PaymentError as exc:
-            logger.info("refresh of %s failed: %s", payment.pk, exc)
+    pending = payment is not None and payment.status == PaymentStatus.PENDING
+    if refresh and pending and payment is not None and payment.provider_id:
+        publish(REFRESH_TASK, payment.pk)
     return outcome_of(order, payment)
 
 
 def order_pending_challenge(
     order: Order, *, may_read: Callable[[], bool] = lambda: True
 ) -> PaymentOutcome | None:
-    """The 3-D Secure challenge of the order's latest attempt, if the provider still has it
-    pending (read from it now, if `may_read()` allows it; else as the shop last heard): the
-    payment page opens it again after a reload."""
+    """The 3-D Secure challenge of the order's latest attempt, if it is still pending as the
+    shop last heard (a read of it is queued, if `may_read()` allows it): the payment page opens
+    it again after a reload."""
     attempts = order_payments(order)
     if not attempts or attempts[-1].status != PaymentStatus.PENDING:
         return None

@@ -193,6 +193,9 @@ CELERY_TIMEZONE = "UTC"
 # started before the next one is due is dropped (`expires`), so a backlog never piles up.
 WEBHOOKS_RELAY_EVERY = env_int("WEBHOOKS_RELAY_EVERY", 60)
 PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 300)
+# How often beat queues again the creates waiting to be sent with no task on its way (seconds):
+# an attempt stored while the broker was down is sent within this long of its coming back.
+PAYMENTS_SEND_SWEEP_EVERY = env_int("PAYMENTS_SEND_SWEEP_EVERY", 30)
 SHOP_ORDERS_SYNC_EVERY = env_int("SHOP_ORDERS_SYNC_EVERY", 60)
 # How long an order holds its items for its payment (minutes); not paid or authorized by then, it
 # expires and they go back to stock: at once when a page reads the stock, else by beat every
@@ -213,6 +216,11 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "payments.tasks.payments_reconcile_task",
         "schedule": float(PAYMENTS_RECONCILE_EVERY),
         "options": {"expires": PAYMENTS_RECONCILE_EVERY * 0.9},
+    },
+    "payments-send-waiting": {
+        "task": "payments.tasks.payments_send_waiting_task",
+        "schedule": float(PAYMENTS_SEND_SWEEP_EVERY),
+        "options": {"expires": PAYMENTS_SEND_SWEEP_EVERY * 0.9},
     },
     "orders-follow-payments": {
         "task": "checkout.tasks.orders_follow_payments_task",

@@ -5,7 +5,8 @@ compare-and-set update, call the provider, then apply the answer in a short tran
 
 - `records`: what every change shares (the actor, the ledger line, the status signal, amounts);
 - `snapshots`: applying the provider's snapshots of a payment;
-- `attempts`: creating a checkout attempt's payment, and closing one whose outcome stayed unknown;
+- `attempts`: storing a checkout attempt (its create queued), closing one whose outcome stayed
+  unknown;
 - `claims`: a staff action's claim on a payment.
 
 The calls to the provider that use them are in `payments.calls`.
@@ -13,7 +14,7 @@ The calls to the provider that use them are in `payments.calls`.
 
 from __future__ import annotations
 
-from payments.services.attempts import payment_close_unconfirmed, payment_create
+from payments.services.attempts import payment_attempt_store, payment_close_unconfirmed
 from payments.services.records import Actor, check_amount
 from payments.services.snapshots import IllegalTransition, payment_apply
 
@@ -22,6 +23,6 @@ __all__ = [
     "IllegalTransition",
     "check_amount",
     "payment_apply",
+    "payment_attempt_store",
     "payment_close_unconfirmed",
-    "payment_create",
 ]

@@ -1,6 +1,6 @@
-"""A checkout attempt's payment: creating it at the provider (the attempt and its idempotency key
-stored first), recording an attempt that failed or whose answer was lost (`mark_attempt`), and
-closing, at staff's word, an attempt whose outcome stayed unknown."""
+"""A checkout attempt's payment: storing the attempt (its idempotency key and its sealed create
+request) and queueing its create, recording an attempt that failed or whose answer was lost
+(`mark_attempt`), and closing, at staff's word, an attempt whose outcome stayed unknown."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -18,21 +17,14 @@ from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 
 from payments import ledger
-from payments.client import get_client
 from payments.errors import (
-    OutcomeUnknown,
     PaymentAttemptBlocked,
-    PaymentError,
     PaymentInProgress,
     PaymentNotAllowed,
-    PaymentOutcomeUnknown,
-    PaymentRefused,
     ProviderApiError,
-    ProviderDown,
-    ProviderUnavailable,
 )
-from payments.messages import refusal_message
 from payments.models import IN_FLIGHT, CaptureMethod, Payment, PaymentEventKind, PaymentStatus
+from payments.queue import SEND_CREATE_TASK, publish_on_commit
 from payments.sealed import seal
 from payments.services.records import (
     Actor,
@@ -41,17 +33,14 @@ from payments.services.records import (
     notify_status_changed_on_commit,
     record_event,
 )
-from payments.services.snapshots import apply_in_transaction
 
 logger = logging.getLogger(__name__)
 MAX_INSTALLMENTS = 48  # the provider's limit
-CONFIRM_TASK = "payments.tasks.payment_confirm_create_task"
-FIRST_CONFIRMATION_AFTER = 5  # seconds: the provider may only have been slow
 UNCONFIRMED_CLOSABLE_AFTER = timedelta(minutes=30)
 
 
-@sensitive_variables("card_token", "body", "webhook_url")
-def payment_create(
+@sensitive_variables("card_token", "webhook_url")
+def payment_attempt_store(
     *,
     external_reference: str,
     attempt_key: str,
@@ -66,10 +55,11 @@ def payment_create(
     webhook_url: str | None = None,
     installments: int = 1,
 ) -> Payment:
-    """Create the payment for one checkout attempt, in `installments` interest-free monthly
-    payments when more than 1. The attempt (and its idempotency key) is stored before the
-    provider is called, so the same attempt never makes a second payment; an answer that never
-    came leaves it `unknown` and blocks new attempts for the order. `webhook_url` None: the
+    """Store one checkout attempt (in `installments` interest-free monthly payments when more
+    than 1) with its idempotency key and its sealed create request, and queue the create once
+    stored: `payments.calls.create.payment_send_create` sends it, and sends it again with the
+    same key until the provider says what happened. No provider call here. The same attempt
+    stored twice (a double click, a retried request) is one attempt. `webhook_url` None: the
     webhooks app's receiver (PAYMENTS_WEBHOOK_URL_FUNCTION)."""
     _check_attempt(amount, capture_method, installments)
     attempt = Payment(
@@ -82,25 +72,20 @@ def payment_create(
         customer_email=customer.get("email", ""),
         installments=installments,
     )
-    payment, opened = _attempt_open(attempt)
-    if not opened:  # this very attempt, already made (a double click, a retried request)
-        return payment
-    body = _create_body(
-        payment,
-        description=description,
-        card_token=card_token,
-        customer=customer,
-        prevention_data=prevention_data,
-        addresses={"return_url": return_url, "webhook_url": webhook_url},
+    attempt.create_request = seal(
+        _create_body(
+            attempt,
+            description=description,
+            card_token=card_token,
+            customer=customer,
+            prevention_data=prevention_data,
+            addresses={"return_url": return_url, "webhook_url": webhook_url},
+        )
     )
-    try:
-        remote = get_client().create_payment(body=body, idempotency_key=attempt_key)
-    except ProviderApiError as exc:
-        error = _create_failed(payment, exc, body)
-        if error is None:  # the provider's notification named the payment meanwhile
-            return payment
-        raise error from exc
-    return apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
+    payment, opened = _attempt_open(attempt)
+    if opened:
+        publish_on_commit(SEND_CREATE_TASK, payment.pk)
+    return payment
 
 
 @sensitive_variables("card_token")
@@ -175,33 +160,6 @@ def _attempt_open(attempt: Payment) -> tuple[Payment, bool]:
     return attempt, True
 
 
-def _create_failed(
-    payment: Payment, error: ProviderApiError, body: dict[str, Any]
-) -> PaymentError | None:
-    """Record why a create did not give a payment; the error to show the shopper, or None if
-    the provider's INSERT notification named the payment while its answer was awaited."""
-    if isinstance(error, OutcomeUnknown):
-        # Sent again with its key until the provider says what happened (payments/confirmation).
-        unknown, kind = PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN
-        if not mark_attempt(payment, unknown, kind, error, request=body):
-            return None
-        return PaymentOutcomeUnknown(
-            _(
-                "We could not confirm your payment with the bank yet. We are checking it; you "
-                "will not be charged twice."
-            )
-        )
-    mark_attempt(payment, PaymentStatus.FAILED, PaymentEventKind.FAILED, error)
-    if isinstance(error, ProviderUnavailable):  # never reached the provider
-        return ProviderDown(
-            _(
-                "The payment service is not reachable right now; nothing was charged. Please "
-                "try again in a moment."
-            )
-        )
-    return PaymentRefused(refusal_message(error))
-
-
 def mark_attempt(
     payment: Payment,
     status: str,
@@ -209,10 +167,12 @@ def mark_attempt(
     error: ProviderApiError,
     *,
     request: dict[str, Any] | None = None,
+    code: str = "",
 ) -> bool:
-    """Record an attempt's failure, or its unknown outcome with the request to send again.
-    False (nothing recorded) if the provider has named the payment meanwhile: its status, from
-    the provider, is the answer."""
+    """Record an attempt's failure, or its unknown outcome with the request kept to send again
+    (the create task retries it). False (nothing recorded) if the provider has named the
+    payment meanwhile: its status, from the provider, is the answer. A failure keeps the
+    error's code for the shopper's message (`payments.messages.failure_message`)."""
     with transaction.atomic():
         locked = Payment.objects.select_for_update().get(pk=payment.pk)
         if locked.provider_id:
@@ -222,14 +182,11 @@ def mark_attempt(
         locked.status = status
         locked.last_error = str(error)[:500]
         locked.create_request = seal(request) if request is not None else ""
-        locked.save(update_fields=["status", "last_error", "create_request", "updated_at"])
-        if request is not None:
-            pk = locked.pk
-            transaction.on_commit(
-                lambda: current_app.send_task(
-                    CONFIRM_TASK, args=(pk,), countdown=FIRST_CONFIRMATION_AFTER
-                )
-            )
+        if status == PaymentStatus.FAILED:
+            locked.status_code = error.error_code[:16] or code
+        locked.save(
+            update_fields=["status", "status_code", "last_error", "create_request", "updated_at"]
+        )
         record_event(
             locked, kind, old=old, new=status, message=error.message, error_code=error.error_code
         )

@@ -71,21 +71,39 @@
     return response.json().catch(function () { return { error: "unreadable", message: cfg.textError }; });
   }
 
+  // While the attempt is processed (its payment is created by the shop's worker) or its
+  // outcome is being confirmed, the status is asked for again: every half second at first,
+  // then less often.
+  var followTimer = null;
+  var followDelays = [500, 500, 500, 500, 1000, 1000, 1000, 2000];
+  var followed = 0;
+
+  function follow(outcome) {
+    var delay = followDelays[Math.min(followed, followDelays.length - 1)];
+    followed += 1;
+    say(outcome.message || cfg.textProcessing, "info");
+    clearTimeout(followTimer);
+    followTimer = setTimeout(function () { check(""); }, delay);
+  }
+
   function handle(outcome) {
     if (outcome.redirect) {
       window.location.assign(outcome.redirect);
       return;
     }
     if (outcome.result === "pending" && outcome.three_ds_url) {
-      openChallenge(outcome.payment_id, outcome.three_ds_url);
+      followed = 0;
+      if (!challenge || challenge.paymentId !== outcome.payment_id) {
+        openChallenge(outcome.payment_id, outcome.three_ds_url);
+      }
       return;
     }
-    if (outcome.result === "unknown") {
-      say(outcome.message || cfg.textChecking, "info");
-      setTimeout(function () { check(""); }, 3000);
+    if (outcome.result === "processing" || outcome.result === "unknown") {
+      follow(outcome);
       return;
     }
     // Declined or refused: show why, and let the shopper try again with a fresh attempt.
+    followed = 0;
     closeChallenge();
     say(outcome.message || cfg.textError, "error");
     attemptId = newAttemptId();
@@ -97,7 +115,10 @@
     return fetch(url, { credentials: "same-origin" }).then(readJSON).then(function (outcome) {
       if (outcome.result === "pending" && challenge) return; // still with the bank
       handle(outcome);
-    }, function () { say(cfg.textError, "error"); release(); });
+    }, function () {
+      // The shop did not answer (the network): the attempt is on its way; ask again.
+      follow({});
+    });
   }
 
   function pay() {

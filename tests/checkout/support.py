@@ -12,6 +12,7 @@ from django.http import HttpResponse
 
 from checkout.models import Order, Product
 from tests.html_tree import html
+from tests.shop import creates_sent_here
 from tests.support import Api, decimal_json
 
 # An order's reference: ORD- and five of Crockford's base-32 digits.
@@ -26,19 +27,32 @@ def header_cart_count(response: HttpResponse) -> int:
     return int(html(response).one("a", cls="cart-link").one("span", cls="count").text)
 
 
+def pay_order(order: Order, *, attempt_id: str, card_token: str, **options: Any) -> Any:
+    """Pay `order` through the payment page's service and send the create as its task does:
+    the outcome the page then reads."""
+    from checkout.services import order_check_payment, order_pay
+
+    with creates_sent_here():
+        stored = order_pay(
+            order=order,
+            card_token=card_token,
+            attempt_id=attempt_id,
+            prevention_data=options.pop("prevention_data", {}),
+            return_url=options.pop("return_url", ""),
+            **options,
+        )
+    assert stored.result in ("processing", "unknown", "failed"), stored
+    if stored.result != "processing":
+        return stored
+    return order_check_payment(order=order, refresh=False)
+
+
 def open_challenge(provider: Any, order: Order) -> Any:
     """Pay `order` with the 3-D Secure test card through the payment page's service: the
     outcome, pending, with its challenge's address (the challenge is left open)."""
-    from checkout.services import order_pay
     from tests.support import THREE_DS
 
-    pending = order_pay(
-        order=order,
-        card_token=provider.card_token(THREE_DS)["id"],
-        attempt_id="a" * 32,
-        prevention_data={},
-        return_url="",
-    )
+    pending = pay_order(order, card_token=provider.card_token(THREE_DS)["id"], attempt_id="a" * 32)
     assert pending.result == "pending", pending
     return pending
 

@@ -10,10 +10,10 @@ import requests
 from django.core import mail
 
 from checkout.models import Order, OrderStatus
-from checkout.services import order_pay, order_payments
+from checkout.services import order_payments
 from payments.calls import payment_refresh
 from payments.models import Payment, PaymentStatus
-from tests.checkout.support import open_challenge
+from tests.checkout.support import open_challenge, pay_order
 from tests.factories import ProductFactory
 from tests.support import VISA, Api
 
@@ -44,13 +44,7 @@ def _paid_twice(provider: Api) -> tuple[Order, Payment]:
     challenge completed at the provider: the attempt's local record, not yet refreshed."""
     order = _order()
     pending = open_challenge(provider, order)
-    paid = order_pay(
-        order=order,
-        card_token=provider.card_token(VISA)["id"],
-        attempt_id="b" * 32,
-        prevention_data={},
-        return_url="",
-    )
+    paid = pay_order(order, card_token=provider.card_token(VISA)["id"], attempt_id="b" * 32)
     assert (pending.result, paid.result) == ("pending", "approved")
     answer = requests.post(
         pending.three_ds_url, data={"action": "submit", "code": "123456"}, timeout=10

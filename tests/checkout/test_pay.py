@@ -18,7 +18,7 @@ from checkout.models import Order, OrderStatus, Product
 from payments.client import PaymentsClient
 from payments.models import Payment
 from tests.html_tree import html
-from tests.shop import CUSTOMER, make_order, own, place_order, shopper
+from tests.shop import CUSTOMER, creates_sent_here, make_order, own, place_order, shopper
 from tests.support import DECLINED, MASTER, THREE_DS, VISA, Api, free_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
@@ -56,8 +56,11 @@ def attempt(
     *,
     attempt_id: str | None = None,
     session_id: str = "sess_checkout_test",
+    settle: bool = True,
     **headers: Any,
 ) -> Any:
+    """One attempt. `settle`: an attempt taken (202) has its create sent here, as its task
+    does, and the answer is the status endpoint's then (what the page polls for)."""
     body: dict[str, Any] = {
         "attempt_id": attempt_id or new_attempt(),
         "session_id": session_id,
@@ -65,7 +68,14 @@ def attempt(
     }
     if token is not None:
         body["card_token"] = token
-    return post_raw(client, order, json.dumps(body), **headers)
+    if not settle:
+        return post_raw(client, order, json.dumps(body), **headers)
+    with creates_sent_here():
+        taken = post_raw(client, order, json.dumps(body), **headers)
+    if taken.status_code != 202:
+        return taken
+    assert taken.json()["result"] == "processing", taken.json()
+    return status_of(client, order)
 
 
 def post_raw(client: Client, order: Order, raw: str | bytes, **headers: Any) -> Any:
@@ -229,7 +239,10 @@ def test_three_ds_card_then_challenge_passed(
     assert body["three_ds_url"].startswith(shop.base_url)
     assert body["payment_id"]
     assert body["redirect"] == ""
-    assert run_queued() == ["checkout.tasks.order_sync_task"]
+    assert run_queued() == [
+        "payments.tasks.payment_refresh_task",  # the page asked: still pending at the provider
+        "checkout.tasks.order_sync_task",
+    ]
     assert status(order) == OrderStatus.AWAITING_AUTHENTICATION
     assert mail.outbox == []
 
@@ -241,17 +254,20 @@ def test_three_ds_card_then_challenge_passed(
     )
     assert answer.status_code == 200
     with django_capture_on_commit_callbacks(execute=True):
-        checked = status_of(browser, order, body["payment_id"])
+        asked = status_of(browser, order, body["payment_id"])
+    assert asked.json()["result"] == "pending"  # the shop's records: a read is queued
+    assert run_queued() == [
+        "payments.tasks.payment_refresh_task",
+        "checkout.tasks.order_sync_task",
+        "checkout.tasks.order_mail_send_task",
+    ]
+    checked = status_of(browser, order, body["payment_id"])
     assert checked.status_code == 200
     result = checked.json()
     assert result["result"] == "approved"
     assert result["order_status"] == OrderStatus.PAID
     assert result["redirect"] == order_url(order)
     assert result["payment_id"] == body["payment_id"]
-    assert run_queued() == [
-        "checkout.tasks.order_sync_task",
-        "checkout.tasks.order_mail_send_task",
-    ]
     assert status(order) == OrderStatus.PAID
     assert len(mail.outbox) == 1
 
@@ -267,11 +283,15 @@ def test_three_ds_challenge_failed_then_retry(
     body = attempt(browser, order, token(shop, THREE_DS)).json()
     requests.post(body["three_ds_url"], data={"action": "submit", "code": "000000"}, timeout=10)
     with django_capture_on_commit_callbacks(execute=True):
-        result = status_of(browser, order, body["payment_id"]).json()
+        status_of(browser, order, body["payment_id"])
+    assert run_queued() == [
+        "payments.tasks.payment_refresh_task",
+        "checkout.tasks.order_sync_task",
+    ]
+    result = status_of(browser, order, body["payment_id"]).json()
     assert result["result"] == "rejected"
     assert result["redirect"] == ""
     assert result["message"]
-    assert run_queued() == ["checkout.tasks.order_sync_task"]
     assert status(order) == OrderStatus.PAYMENT_FAILED
     with django_capture_on_commit_callbacks(execute=True):
         assert attempt(browser, order, token(shop)).json()["result"] == "approved"
@@ -455,7 +475,8 @@ def test_body_of_exactly_4_kb_is_read(shop: Api, browser: Client, order: Order) 
     body["user_agent"] = "x" * min(padding, 512)
     raw = json.dumps(body).ljust(4096)
     assert len(raw) == 4096
-    assert post_raw(browser, order, raw).json()["result"] == "approved"
+    taken = post_raw(browser, order, raw)
+    assert (taken.status_code, taken.json()["result"]) == (202, "processing")
 
 
 # --- Who may pay ----------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from django.forms.models import model_to_dict
 from django.utils import timezone, translation
 
 from payments.calls import payment_capture, payment_refresh
+from payments.calls.create import payment_send_create
 from payments.client import PaymentsClient
-from payments.confirmation import payment_confirm_create
 from payments.errors import (
     InvalidAmount,
     OutcomeUnknown,
@@ -28,10 +28,9 @@ from payments.messages import REFUSALS
 from payments.models import Payment, PaymentEventKind, PaymentStatus
 from payments.reconciliation import payment_sync
 from payments.sealed import unseal
-from payments.services import payment_create
 from payments.statuses import UnknownProviderStatus, local_status
 from payments.types import ProviderPayment
-from tests.factories import PaymentFactory, order_reference
+from tests.factories import PaymentFactory, create_now, order_reference
 from tests.support import (
     AMEX,
     DECLINED,
@@ -57,7 +56,7 @@ def attempt(
     attempt_key: str | None = None,
 ) -> Payment:
     """One checkout attempt through the service; the card token is made unless one is given."""
-    return payment_create(
+    return create_now(
         external_reference=reference or order_reference(),
         attempt_key=attempt_key or uuid.uuid4().hex,
         amount=Decimal(amount) if isinstance(amount, str) else amount,
@@ -250,13 +249,13 @@ def test_provider_internal_error_is_unknown_until_the_provider_refuses_the_reque
 
     # When it is sent again while the provider still fails: still unknown
     with pytest.raises(PaymentOutcomeUnknown):
-        payment_confirm_create(payment=payment)
+        payment_send_create(payment=payment)
     payment.refresh_from_db()
     assert (payment.status, bool(payment.create_request)) == (PaymentStatus.UNKNOWN, True)
 
     # When the card token has expired at the provider (16 minutes later) and it is sent again
     assert provider.post("/_sandbox/clock", {"advance_seconds": 16 * 60}).status_code == 200
-    payment_confirm_create(payment=payment)
+    payment_send_create(payment=payment)
 
     # Then the provider's refusal of that very request settles it: failed, request erased
     payment.refresh_from_db()
@@ -278,7 +277,7 @@ def test_lost_create_answer_is_confirmed_by_sending_it_again_with_its_key(provid
     assert len(provider.payments()) == 1
 
     # When it is confirmed (the task queued for it, or the reconciliation schedule)
-    confirmed = payment_confirm_create(payment=payment)
+    confirmed = payment_send_create(payment=payment)
 
     # Then it is the provider's one payment, approved here, and the request is erased
     remote = provider.payments()
@@ -286,7 +285,7 @@ def test_lost_create_answer_is_confirmed_by_sending_it_again_with_its_key(provid
     assert (confirmed.status, confirmed.create_request) == (PaymentStatus.APPROVED, "")
     assert confirmed.captured_amount == Decimal("250.00")
     # And sending it again later changes nothing
-    assert payment_confirm_create(payment=confirmed).status == PaymentStatus.APPROVED
+    assert payment_send_create(payment=confirmed).status == PaymentStatus.APPROVED
     assert len(provider.payments()) == 1
 
 

@@ -16,8 +16,7 @@ from django.db import connection
 from payments.calls import payment_cancel, payment_capture, payment_refund
 from payments.errors import InvalidAmount, PaymentInProgress, PaymentNotAllowed
 from payments.models import Payment, PaymentEventKind, PaymentStatus, Refund
-from payments.services import payment_create
-from tests.factories import PaymentFactory, order_reference
+from tests.factories import PaymentFactory, create_now, order_reference
 from tests.support import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -145,7 +144,7 @@ def test_two_creates_with_the_same_attempt_key_make_one_provider_payment(
     creates = provider.add_fault(path="/payments", method="POST", latency_ms=300)
 
     def create() -> Payment:
-        return payment_create(
+        return create_now(
             external_reference=reference,
             attempt_key=key,
             amount=Decimal("250.00"),

@@ -11,8 +11,7 @@ import pytest
 
 from checkout.models import Order, OrderStatus
 from payments.models import Payment, PaymentEvent, PaymentStatus
-from payments.services import payment_create
-from tests.factories import ProductFactory
+from tests.factories import ProductFactory, create_now
 from tests.shop import make_order
 from tests.support import THREE_DS, VISA, Api, wait_until
 from webhooks.addresses import payment_notification_url as webhook_url
@@ -35,7 +34,7 @@ def _order_paid_with(api: Api, number: str, capture_method: str) -> tuple[Order,
         slug=f"jarra-{uuid.uuid4().hex[:6]}", name="Jarra", price=Decimal("250.00"), stock=5
     )
     order = make_order((product, 1))
-    payment = payment_create(
+    payment = create_now(
         external_reference=order.reference,
         attempt_key=uuid.uuid4().hex,
         amount=order.total,
