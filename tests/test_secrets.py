@@ -52,7 +52,7 @@ from tests.support import (
     free_port,
 )
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.services import webhook_process
+from webhooks.processing import webhook_process
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
