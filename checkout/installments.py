@@ -75,7 +75,8 @@ def plans_for(total: Decimal) -> list[Plan]:
 
 def check_installments(*, total: Decimal, installments: int, card_bin: str) -> None:
     """Refuse (InstallmentsRefused) a plan that is not offered for this total, or a card whose
-    BIN has no installments; paying in full (1) is always allowed."""
+    BIN has no installments, or while the shop holds no catalogue to tell; paying in full (1) is
+    always allowed."""
     if installments == 1:
         return
     if installments not in settings.SHOP_INSTALLMENTS_PLANS:
@@ -88,5 +89,13 @@ def check_installments(*, total: Decimal, installments: int, card_bin: str) -> N
             _("Interest-free monthly payments are for orders of %(minimum)s or more.")
             % {"minimum": mxn(settings.SHOP_INSTALLMENTS_MIN_TOTAL)}
         )
-    if not card_bin or not installments_allowed(bin_=card_bin, total=total):
+    allowed = installments_allowed(bin_=card_bin, total=total) if card_bin else False
+    if allowed is None:
+        raise InstallmentsRefused(
+            _(
+                "Interest-free monthly payments cannot be checked right now. Pay in full, or "
+                "try again in a minute."
+            )
+        )
+    if not allowed:
         raise InstallmentsRefused(_("This card has no interest-free installments."))

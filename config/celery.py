@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task
-from celery.signals import before_task_publish, task_postrun, task_prerun
+from celery.signals import before_task_publish, task_postrun, task_prerun, worker_ready
 from django.db import close_old_connections
 
 from config.request_id import (
@@ -33,6 +33,16 @@ def _make_broker_folders(sender: Celery, **_: object) -> None:
     for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if folder := options.get(key):
             Path(folder).mkdir(parents=True, exist_ok=True)
+
+
+@worker_ready.connect(weak=False)
+def _refresh_payment_methods(**_: object) -> None:
+    """A worker that starts queues one refresh of the stored payment methods catalogue (not
+    one per worker: the refresh's marker), so that a fresh shop's payment page has it within
+    seconds rather than at beat's next run."""
+    from payments.catalogue import payment_methods_refresh_request
+
+    payment_methods_refresh_request()
 
 
 # --- Request ids across the queue ---------------------------------------------------------------

@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.api import JSONAPIView
-from payments.client import get_client
+from payments.health import provider_check_read
 
 
 def _check(probe: object) -> dict[str, object]:
@@ -50,8 +50,27 @@ def _broker() -> None:
         conn.ensure_connection(max_retries=1, timeout=2)
 
 
-def _provider() -> None:
-    get_client().list_payment_methods()  # reachable, and our credentials are accepted
+# The provider check's stamp is recent while it is newer than this many of its intervals.
+PROVIDER_CHECK_RECENT = 3
+
+
+def _provider() -> dict[str, object]:
+    """The provider as the provider check task last found it (reachable, and our credentials
+    accepted): a probe never calls the provider itself. Not ok when that check failed, or when
+    none is recent (the workers or beat are not running)."""
+    try:
+        stamp = provider_check_read()
+    except Exception as exc:  # the cache (Redis) is unreachable
+        return {"ok": False, "error": type(exc).__name__}
+    if stamp is None:
+        return {"ok": False, "error": "NotChecked"}
+    age = round(max(time.time() - stamp["checked_at"], 0.0), 1)
+    report: dict[str, object] = {"ok": stamp["ok"], "ms": stamp["ms"], "age": age}
+    if not stamp["ok"]:
+        report["error"] = stamp.get("error", "")
+    elif age > PROVIDER_CHECK_RECENT * settings.PAYMENTS_PROVIDER_CHECK_EVERY:
+        report.update(ok=False, error="Stale")
+    return report
 
 
 CHECK = inline_serializer(
@@ -59,8 +78,17 @@ CHECK = inline_serializer(
     fields={
         "ok": serializers.BooleanField(),
         "ms": serializers.FloatField(required=False, help_text="How long the check took."),
+        "age": serializers.FloatField(
+            required=False,
+            help_text="The provider's only: how long ago (seconds) a worker's task checked it.",
+        ),
         "error": serializers.CharField(
-            required=False, help_text="The class of the exception that failed the check."
+            required=False,
+            help_text=(
+                "The class of the exception that failed the check; for the provider, "
+                "`NotChecked` when no check was ever stored and `Stale` when the last is older "
+                "than three of its intervals."
+            ),
         ),
     },
 )
@@ -123,8 +151,9 @@ class ReadyzView(JSONAPIView):
 @method_decorator(never_cache, name="dispatch")
 class DependenciesView(JSONAPIView):
     """The services the shop depends on beyond its own process, for monitoring and alerts:
-    the Celery broker and the payment provider (reachable, and our credentials accepted).
-    503 while one is down; never used for readiness."""
+    the Celery broker (asked now) and the payment provider (reachable, and our credentials
+    accepted, as a worker's check task found it within three of its intervals: the web never
+    calls the provider). 503 while one is down; never used for readiness."""
 
     @extend_schema(
         operation_id="healthz_deps",
@@ -133,7 +162,7 @@ class DependenciesView(JSONAPIView):
         **OPERATIONS,
     )
     def get(self, request: Request) -> Response:
-        return _report({"broker": _check(_broker), "provider": _check(_provider)}, "ok", "degraded")
+        return _report({"broker": _check(_broker), "provider": _provider()}, "ok", "degraded")
 
 
 def ratelimited(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -1,5 +1,12 @@
 """The provider's payment methods catalogue, as the payment page shows it for an order's total:
-each method with its amount bounds and whether it can pay this total (and why not)."""
+each method with its amount bounds and whether it can pay this total (and why not).
+
+Pages read only the shop's stored copy (the cache): the catalogue is fetched from the provider
+by a Celery task (`payments.calls.catalogue.payment_methods_refresh`, by beat every few minutes
+and once when a worker starts), which replaces the copy. A page that finds no copy queues one
+refresh (at most one on its way, by a marker in the cache) and renders without the catalogue,
+as while the provider is down.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +15,26 @@ from contextlib import suppress
 from dataclasses import dataclass
 from decimal import Decimal
 
+from celery import current_app
 from django.core.cache import cache
+from django.db import transaction
 from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from payments.client import get_client
-from payments.errors import ProviderApiError
 from payments.pesos import pesos
 from payments.types import PaymentMethodEntry
 
 logger = logging.getLogger(__name__)
 CATALOGUE_CACHE_KEY = "payments:payment-methods:MX"
-CATALOGUE_TTL = 300
+# The refresh replaces the copy every few minutes; it is kept for a day so that a provider
+# outage (or a stopped beat) leaves the pages the last catalogue the provider gave.
+CATALOGUE_TTL = 24 * 3600
+REFRESH_TASK = "payments.tasks.payment_methods_refresh_task"
+REFRESH_MARKER_KEY = "payments:payment-methods:refresh-queued"
+# While this marker lives, pages that find no copy queue no other refresh: the one on its way
+# will store it (or, the provider being down, the next after the marker expires will try).
+REFRESH_MARKER_TTL = 60
 
 # The shopper-facing names of the provider's methods whose catalogue name is not a brand (the
 # provider names them in Spanish), by method id; any other method shows the provider's name.
@@ -48,39 +62,72 @@ class MethodOption:
     installment_pattern: str = ""
 
 
-def _cached_catalogue() -> list[PaymentMethodEntry] | None:
+def stored_catalogue() -> list[PaymentMethodEntry] | None:
+    """The stored copy of the catalogue; None when there is none (then one refresh is queued)
+    or the cache (Redis) cannot be read. Never calls the provider."""
     try:
-        return cache.get(CATALOGUE_CACHE_KEY)
-    except Exception as exc:  # the cache (Redis) is unreachable
+        entries: list[PaymentMethodEntry] | None = cache.get(CATALOGUE_CACHE_KEY)
+    except Exception as exc:  # the cache (Redis) is unreachable: a refresh could not store it
         logger.warning("payment methods cache unavailable: %s", exc)
         return None
-
-
-def _catalogue() -> list[PaymentMethodEntry]:
-    """The provider's catalogue (cached); without the cache (Redis down), read from the
-    provider each time; empty while the provider cannot be reached."""
-    entries = _cached_catalogue()
     if entries is None:
-        try:
-            entries = get_client().list_payment_methods("MX")
-        except ProviderApiError:
-            logger.warning("payment methods catalogue unavailable", exc_info=True)
-            return []
-        with suppress(Exception):  # no cache: the next page reads the provider again
-            cache.set(CATALOGUE_CACHE_KEY, entries, CATALOGUE_TTL)
+        payment_methods_refresh_request()
     return entries
 
 
-def installments_allowed(*, bin_: str, total: Decimal) -> bool:
+def catalogue_store(entries: list[PaymentMethodEntry]) -> None:
+    """Replace the stored copy with the provider's latest answer (by the refresh task)."""
+    cache.set(CATALOGUE_CACHE_KEY, entries, CATALOGUE_TTL)
+    with suppress(Exception):
+        cache.delete(REFRESH_MARKER_KEY)
+
+
+def payment_methods_refresh_request() -> bool:
+    """Queue a refresh of the stored catalogue, once its caller's transaction commits, unless
+    one is already on its way; whether one was queued. Never raises: without the cache or the
+    broker, beat's refresh stores it later."""
+    try:
+        if not cache.add(REFRESH_MARKER_KEY, 1, timeout=REFRESH_MARKER_TTL):
+            return False
+    except Exception as exc:
+        logger.warning("payment methods refresh not queued: %s", exc)
+        return False
+    transaction.on_commit(_send_refresh)
+    return True
+
+
+def _send_refresh() -> None:
+    try:
+        with current_app.producer_or_acquire() as producer:
+            # A broker that is down fails here at once, not after seconds of reconnecting
+            # while the page waits.
+            producer.connection.ensure_connection(max_retries=0)
+            current_app.send_task(REFRESH_TASK, retry=False, producer=producer)
+    except Exception as exc:
+        logger.warning("payment methods refresh not queued: %s", exc)
+        with suppress(Exception):  # the next page tries again
+            cache.delete(REFRESH_MARKER_KEY)
+
+
+def _catalogue() -> list[PaymentMethodEntry]:
+    """The stored catalogue, or nothing while there is none."""
+    return stored_catalogue() or []
+
+
+def installments_allowed(*, bin_: str, total: Decimal) -> bool | None:
     """Whether a card of this BIN (its first six digits) may pay this total in interest-free
     installments: an active card method takes the card, accepts the total, and its
-    `installment_pattern` matches the BIN."""
+    `installment_pattern` matches the BIN. None while no catalogue is stored (one refresh is
+    queued): the shop cannot tell."""
+    entries = stored_catalogue()
+    if entries is None:
+        return None
     return any(
         entry.is_card
         and entry.is_active
         and entry.accepts(total)
         and entry.installments_for_bin(bin_)
-        for entry in _catalogue()
+        for entry in entries
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from celery import Task, shared_task
 
 from payments import queue
+from payments.calls.catalogue import payment_methods_refresh, provider_check
 from payments.calls.create import payment_send_create
 from payments.calls.refresh import payment_refresh
 from payments.errors import PaymentError, PaymentOutcomeUnknown
@@ -27,6 +28,20 @@ def authorizations_watch_task() -> int:
     """Warn staff about authorizations about to expire; refresh the expired ones."""
     report = authorizations_watch()
     return report.warned + report.refreshed
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def payment_methods_refresh_task() -> int:
+    """Replace the stored payment methods catalogue with the provider's (beat, every few
+    minutes; once when a worker starts; once when a page finds none). How many methods."""
+    entries = payment_methods_refresh()
+    return len(entries) if entries is not None else 0
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def provider_check_task() -> bool:
+    """Call the provider and stamp how it answered, for `/healthz/deps` (beat, every minute)."""
+    return provider_check()
 
 
 class _SendCreate(Task):

@@ -21,6 +21,7 @@ from tests.support import (
     SandboxProcess,
     clear_cache,
     drop_sandbox_database,
+    fill_catalogue,
     refuse_provider_calls,
     run_sandbox,
     sandbox_database_url,
@@ -63,7 +64,8 @@ def api(sandbox: SandboxProcess) -> Iterator[Api]:
 
 @pytest.fixture
 def provider(api: Api, settings: pytest.FixtureRequest) -> Api:
-    """The shop configured to use the (reset) live sandbox; the sandbox's API for checks."""
+    """The shop configured to use the (reset) live sandbox, with the payment methods
+    catalogue stored (as the refresh task stores it); the sandbox's API for checks."""
     import base64
 
     settings.PAYMENTS_API_BASE_URL = api.base_url
@@ -73,6 +75,7 @@ def provider(api: Api, settings: pytest.FixtureRequest) -> Api:
     ).decode()
     settings.PAYMENTS_AUTH_SCHEME = "Basic"
     settings.PAYMENTS_READ_TIMEOUT = 5
+    fill_catalogue()
     return api
 
 
@@ -157,11 +160,15 @@ def celery_worker_parameters() -> dict[str, Any]:
 
 
 @pytest.fixture
-def empty_broker(celery_app: Any) -> Iterator[None]:
-    """No task or marker left over from another test, before the worker starts."""
+def empty_broker(celery_app: Any, request: pytest.FixtureRequest) -> Iterator[None]:
+    """No task or marker left over from another test, before the worker starts (the payment
+    methods catalogue stored again when the test is on the live sandbox)."""
 
     clear_cache()
     celery_app.control.purge()
+    if "provider" in request.fixturenames:
+        request.getfixturevalue("provider")
+        fill_catalogue()
     yield
     clear_cache()
 

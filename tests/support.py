@@ -76,6 +76,14 @@ def _drop_database(url: str, name: str, *, recreate: bool = False) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def fill_catalogue() -> None:
+    """Store the payment methods catalogue as the refresh task does, from the provider the
+    settings name (the pages read only the stored copy)."""
+    from payments.calls.catalogue import payment_methods_refresh
+
+    assert payment_methods_refresh() is not None, "the provider gave no catalogue"
+
+
 def clear_cache() -> None:
     """Forget the shop's own cache keys (rate limits, markers, the catalogue): with Redis, only
     the keys under the cache's prefix, never the rest of its database."""

@@ -36,6 +36,7 @@ from django.utils.log import AdminEmailHandler
 
 from checkout.models import Order, Product
 from config.logging import RedactSecrets, luhn_valid
+from payments.calls.catalogue import payment_methods_refresh
 from payments.client import get_client
 from payments.models import Payment, PaymentStatus
 from tests.factories import ProductFactory
@@ -49,10 +50,11 @@ from tests.support import (
     VISA,
     Api,
     clear_cache,
+    fill_catalogue,
     free_port,
 )
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.services import webhook_process
+from webhooks.processing import webhook_process
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
@@ -474,8 +476,11 @@ def test_shopper_payments_of_every_outcome_leave_no_secret(
     3-D Secure, declined, provider error), the provider times out and answers 503, and webhooks
     arrive with the right and wrong tokens, then no log line, table, page or answer holds a
     card number, CVV, credential, card token or the webhook token."""
-    # The payment page while the provider's catalogue is down (a warning with its traceback).
+    # The catalogue's refresh (a task) while the provider answers 503 to every try (a warning
+    # with its traceback); then a refresh that stores it, and a payment page that shows it.
     harness.fault(path="/payment_methods", method="GET", status=503, times=4)
+    assert payment_methods_refresh() is None
+    fill_catalogue()
     harness.place_order(harness.browser(), product)
 
     # Approved.

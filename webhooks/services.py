@@ -1,55 +1,30 @@
-"""Rules of the webhooks app: store a notification, process the ones waiting for a payment,
-relay those the broker never got, and let staff retry or replay them.
-
-A notification is a hint, never proof: processing always reads the payment from the provider
-(through `payments.reconciliation.payment_sync`) and applies it monotonically.
-"""
+"""Rules of the webhooks app: store a notification, relay those the broker never got, and let
+staff retry or replay them. Processing (reading the payment from the provider) is in
+`webhooks.processing`, which only the tasks import: the receiver's view and the admin never
+reach the provider's client."""
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from enum import StrEnum
 from functools import partial
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import Q
 from django.utils import timezone
 
-from payments.errors import PaymentError, PaymentInProgress, ProviderDown
-from payments.models import Payment
-from payments.reconciliation import SyncOutcome, payment_sync
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.notifications import Notification
-from webhooks.queue import enqueue_processing, queue_now, unmark_queued
+from webhooks.queue import enqueue_processing, queue_now
 
 logger = logging.getLogger(__name__)
 
-DEFERRED = "Deferred: too many notifications for unknown payments; it is looked up later."
 GAVE_UP = "Gave up after retries: "  # the provider could not be reached: the schedule tries again
 # The longest wait between two schedule retries: after an outage ends, a notification given up
 # on is tried again within this (and a relay's interval), the bound the README states.
 FAILED_RETRY_MAX = timedelta(minutes=10)
-
-
-class ProcessOutcome(StrEnum):
-    COALESCED = "coalesced"  # nothing waiting: an earlier refetch already covered it
-    PROCESSED = "processed"
-    UNMATCHED = "unmatched"
-    DEFERRED = "deferred"
-    FAILED = "failed"
-
-
-class RetryLater(Exception):
-    """The provider could not answer yet; the claimed events stay with the task."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 def webhook_receive(*, notification: Notification, remote_addr: str | None) -> int:
@@ -63,116 +38,6 @@ def webhook_receive(*, notification: Notification, remote_addr: str | None) -> i
     )
     transaction.on_commit(partial(enqueue_processing, notification.payment_id))
     return event.pk
-
-
-# --- Processing ---------------------------------------------------------------------------
-
-
-def claim_events(payment_id: str, task_id: str, now: datetime) -> list[int]:
-    """Take the events waiting for this payment (and any this task already held before a retry
-    or a crash). Rows another task or the relay has locked are skipped, not waited for: that
-    task is claiming them, and a second claimer has nothing to add."""
-    with transaction.atomic():
-        ids = sorted(
-            WebhookEvent.objects.select_for_update(skip_locked=True)
-            .filter(provider_payment_id=payment_id)
-            .filter(
-                Q(state=WebhookState.RECEIVED) | Q(state=WebhookState.PROCESSING, task_id=task_id)
-            )
-            .values_list("pk", flat=True)
-        )
-        if ids:
-            WebhookEvent.objects.filter(pk__in=ids).update(
-                state=WebhookState.PROCESSING,
-                task_id=task_id,
-                claimed_at=now,
-                attempts=F("attempts") + 1,
-            )
-    return ids
-
-
-def _finish(
-    ids: Iterable[int], state: str, *, error: str = "", payment: Payment | None = None
-) -> None:
-    values: dict[str, object] = {"state": state, "last_error": error[:500]}
-    if state in (WebhookState.PROCESSED, WebhookState.UNMATCHED, WebhookState.FAILED):
-        values["processed_at"] = timezone.now()
-    if payment is not None:
-        values["payment"] = payment
-    WebhookEvent.objects.filter(pk__in=list(ids)).update(**values)
-
-
-def _unknown_lookup_allowed() -> bool:
-    """A budget of provider lookups per minute for ids the shop does not know, so that a flood
-    of random ids cannot turn into a flood of provider calls."""
-    key = f"webhooks:unknown-lookups:{int(time.time() // 60)}"
-    try:
-        cache.add(key, 0, timeout=120)
-        return cache.incr(key) <= settings.WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE
-    except Exception:  # no cache: then the task could not have been queued either
-        return True
-
-
-def webhook_process(*, payment_id: str, task_id: str) -> ProcessOutcome:
-    """Refetch the payment for every notification waiting for it: one provider call however
-    many there are. Raises `RetryLater` while the provider is unreachable."""
-    unmark_queued(payment_id)  # from here on, a new notification queues a new task
-    ids = claim_events(payment_id, task_id, timezone.now())
-    if not ids:
-        return ProcessOutcome.COALESCED
-    if not Payment.objects.filter(provider_id=payment_id).exists():
-        looked_up = WebhookEvent.objects.filter(
-            provider_payment_id=payment_id, state=WebhookState.UNMATCHED
-        ).first()
-        if looked_up is not None:  # unknown ids are fetched once
-            _finish(ids, WebhookState.UNMATCHED, error=looked_up.last_error)
-            return ProcessOutcome.UNMATCHED
-        if not _unknown_lookup_allowed():
-            WebhookEvent.objects.filter(pk__in=ids).update(
-                state=WebhookState.RECEIVED,
-                task_id="",
-                relayed_at=timezone.now(),
-                last_error=DEFERRED,
-            )
-            return ProcessOutcome.DEFERRED
-    try:
-        result = payment_sync(provider_id=payment_id)
-    except (ProviderDown, PaymentInProgress) as exc:
-        WebhookEvent.objects.filter(pk__in=ids).update(last_error=exc.message[:500])
-        raise RetryLater(exc.message) from exc
-    except PaymentError as exc:
-        logger.error("webhook for payment %s failed: %s", payment_id, exc.message)
-        _finish(ids, WebhookState.FAILED, error=exc.message)
-        return ProcessOutcome.FAILED
-    if result.outcome in (SyncOutcome.UNMATCHED, SyncOutcome.NOT_FOUND):
-        logger.warning("webhook for unmatched payment %s: %s", payment_id, result.note)
-        _finish(ids, WebhookState.UNMATCHED, error=f"Unmatched: {result.note}.")
-        return ProcessOutcome.UNMATCHED
-    _finish(ids, WebhookState.PROCESSED, payment=result.payment)
-    return ProcessOutcome.PROCESSED
-
-
-def _claimed_by(payment_id: str, task_id: str) -> QuerySet[WebhookEvent]:
-    return WebhookEvent.objects.filter(
-        provider_payment_id=payment_id, state=WebhookState.PROCESSING, task_id=task_id
-    )
-
-
-def webhook_hold(*, payment_id: str, task_id: str, until: datetime) -> int:
-    """The task will retry at `until`: its events stay claimed by it, and their lease
-    (`WEBHOOKS_CLAIM_LEASE`) runs from then, so that the relay leaves them to the retry."""
-    return _claimed_by(payment_id, task_id).update(claimed_at=until)
-
-
-def webhook_give_up(*, payment_id: str, task_id: str, error: str) -> int:
-    """Retries ran out: the task's events are marked failed, where staff see them; the relay
-    tries them again once their wait is over (`webhook_relay`)."""
-    logger.error("webhook for payment %s failed after retries: %s", payment_id, error)
-    return _claimed_by(payment_id, task_id).update(
-        state=WebhookState.FAILED,
-        last_error=f"{GAVE_UP}{error}"[:500],
-        processed_at=timezone.now(),
-    )
 
 
 # --- Relay, retry, replay ----------------------------------------------------------------------

@@ -9,13 +9,8 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.utils import timezone
 
-from webhooks.services import (
-    RetryLater,
-    webhook_give_up,
-    webhook_hold,
-    webhook_process,
-    webhook_relay,
-)
+from webhooks.processing import RetryLater, webhook_give_up, webhook_hold, webhook_process
+from webhooks.services import webhook_relay
 
 
 @shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=None)

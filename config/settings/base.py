@@ -197,6 +197,15 @@ PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 300)
 # an attempt stored while the broker was down is sent within this long of its coming back.
 PAYMENTS_SEND_SWEEP_EVERY = env_int("PAYMENTS_SEND_SWEEP_EVERY", 30)
 SHOP_ORDERS_SYNC_EVERY = env_int("SHOP_ORDERS_SYNC_EVERY", 60)
+# How often beat reads the provider's payment methods catalogue into the shop's stored copy (the
+# pages read only that), and calls the provider to stamp its health for /healthz/deps, which
+# reports it degraded once no successful check is newer than three intervals.
+PAYMENTS_METHODS_REFRESH_EVERY = env_int("PAYMENTS_METHODS_REFRESH_EVERY", 300)
+PAYMENTS_PROVIDER_CHECK_EVERY = env_int("PAYMENTS_PROVIDER_CHECK_EVERY", 60)
+if PAYMENTS_METHODS_REFRESH_EVERY < 1 or PAYMENTS_PROVIDER_CHECK_EVERY < 1:
+    raise ImproperlyConfigured(
+        "PAYMENTS_METHODS_REFRESH_EVERY and PAYMENTS_PROVIDER_CHECK_EVERY must be at least 1"
+    )
 # How long an order holds its items for its payment (minutes); not paid or authorized by then, it
 # expires and they go back to stock: at once when a page reads the stock, else by beat every
 # SHOP_RESERVATIONS_SWEEP_EVERY seconds.
@@ -236,6 +245,16 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "payments.tasks.authorizations_watch_task",
         "schedule": 3600.0,
         "options": {"expires": 3000},
+    },
+    "payment-methods-refresh": {
+        "task": "payments.tasks.payment_methods_refresh_task",
+        "schedule": float(PAYMENTS_METHODS_REFRESH_EVERY),
+        "options": {"expires": PAYMENTS_METHODS_REFRESH_EVERY * 0.9},
+    },
+    "provider-check": {
+        "task": "payments.tasks.provider_check_task",
+        "schedule": float(PAYMENTS_PROVIDER_CHECK_EVERY),
+        "options": {"expires": PAYMENTS_PROVIDER_CHECK_EVERY * 0.9},
     },
     # Mails whose send task was lost are queued again (checkout.services.mail).
     "order-mails-sweep": {

@@ -5,7 +5,9 @@ the URL conf to prove it).
 
 - `refresh`: reading a payment again;
 - `staff_actions`: capture, cancel, refund;
-- `subscriptions`: importing and cancelling subscriptions.
+- `subscriptions`: importing and cancelling subscriptions;
+- `catalogue`: the payment methods catalogue the pages read, and the provider check that
+  `/healthz/deps` reports.
 """
 
 from __future__ import annotations

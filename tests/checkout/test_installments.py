@@ -190,6 +190,27 @@ def test_the_server_checks_a_plan_against_the_catalogue(
     assert refusal in refused.value.message
 
 
+@pytest.mark.django_db
+@pytest.mark.sandbox
+def test_without_a_stored_catalogue_a_plan_cannot_be_checked(shop: Api, settings: Any) -> None:
+    """Given no stored catalogue (the server checks only the shop's copy, never the provider),
+    a plan is refused as not checkable now, not as a card without installments; paying in full
+    is still allowed."""
+    from django.core.cache import cache
+    from django.utils import translation
+
+    from payments.catalogue import CATALOGUE_CACHE_KEY
+
+    cache.delete(CATALOGUE_CACHE_KEY)
+    settings.PAYMENTS_API_BASE_URL = f"http://127.0.0.1:{free_port()}"
+
+    with translation.override("en"), pytest.raises(InstallmentsRefused) as refused:
+        check_installments(total=Decimal("1500.00"), installments=6, card_bin="415231")
+    check_installments(total=Decimal("1500.00"), installments=1, card_bin="415231")
+
+    assert "cannot be checked right now" in refused.value.message
+
+
 # --- The pay attempt --------------------------------------------------------------------------
 
 

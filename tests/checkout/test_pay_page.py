@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -9,11 +10,15 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
+import payments.catalogue
 from checkout.models import Order, OrderStatus, Product
-from payments.catalogue import CATALOGUE_CACHE_KEY, payment_methods_for
+from payments.catalogue import CATALOGUE_CACHE_KEY, REFRESH_TASK, payment_methods_for
+from payments.client import PaymentsClient
+from payments.tasks import payment_methods_refresh_task
 from tests.html_tree import Node, html
 from tests.shop import make_order, own, place_order, shopper
 from tests.support import PUBLIC_KEY, Api, free_port
+from tests.webhooks.support import take_queued
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
@@ -34,6 +39,30 @@ def available(li: Node) -> bool:
 def order_of(client: Client, make_product, price: str, quantity: int = 1) -> Order:
     product: Product = make_product(price=price, stock=5)
     return place_order(client, (product, quantity))
+
+
+def without_catalogue(page: Node) -> bool:
+    """The page says the methods cannot be shown, and offers no card form."""
+    items = page.one("ul", cls="methods").find_all("li")
+    return (
+        len(items) == 1
+        and "data-method" not in items[0].attrs
+        and page.find("button", id="pay-button") is None
+    )
+
+
+@pytest.fixture
+def catalogue_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every read of the provider's catalogue (the real call is made), by country."""
+    reads: list[str] = []
+    original = PaymentsClient.list_payment_methods
+
+    def counting(self: PaymentsClient, country: str = "MX") -> Any:
+        reads.append(country)
+        return original(self, country)
+
+    monkeypatch.setattr(PaymentsClient, "list_payment_methods", counting)
+    yield reads
 
 
 def test_pay_page_lists_the_card_methods(provider: Api, browser: Client, make_product) -> None:
@@ -116,7 +145,8 @@ def test_methods_for_total_as_the_service_sees_them(provider: Api) -> None:
 def test_provider_down_still_renders_with_a_notice(
     provider: Api, browser: Client, make_product, settings: Any
 ) -> None:
-    """With the provider unreachable the page renders a notice instead of methods, and no button."""
+    """With no stored catalogue (the provider down: no refresh could store one) the page renders
+    a notice instead of methods, and no button."""
     order = order_of(browser, make_product, "289.00")
     settings.PAYMENTS_API_BASE_URL = f"http://127.0.0.1:{free_port()}"
     cache.delete(CATALOGUE_CACHE_KEY)
@@ -134,15 +164,107 @@ def test_provider_down_still_renders_with_a_notice(
     assert cache.get(CATALOGUE_CACHE_KEY) is None
 
 
-def test_catalogue_is_cached(provider: Api, browser: Client, make_product, settings: Any) -> None:
-    """Once read, the catalogue comes from the cache: the page works while the provider is away."""
+def test_the_page_shows_the_stored_catalogue_without_the_provider(
+    provider: Api, browser: Client, make_product, settings: Any, catalogue_reads: list[str]
+) -> None:
+    """Given the catalogue stored by the refresh, when the provider is away, then the page still
+    shows its methods and the pay button, and never asks the provider."""
     order = order_of(browser, make_product, "289.00")
-    pay_page(browser, order)
     assert cache.get(CATALOGUE_CACHE_KEY) is not None
     settings.PAYMENTS_API_BASE_URL = f"http://127.0.0.1:{free_port()}"
+
     page = html(pay_page(browser, order))
+
     assert set(methods(page)) == {"visa", "master", "amex", "cashpay"}
     page.one("button", id="pay-button")
+    assert catalogue_reads == []
+
+
+def test_a_page_without_the_stored_catalogue_queues_one_refresh_and_calls_no_provider(
+    provider: Api,
+    browser: Client,
+    make_product,
+    celery_app: Any,
+    empty_broker: None,
+    catalogue_reads: list[str],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Given no stored catalogue (a fresh shop, or Redis emptied), when the payment page is
+    loaded twice, then neither load calls the provider, both render without the catalogue, and
+    exactly one refresh task is queued (the second load finds it on its way)."""
+    order = order_of(browser, make_product, "289.00")
+    take_queued(celery_app)
+    cache.delete(CATALOGUE_CACHE_KEY)
+
+    with django_capture_on_commit_callbacks(execute=True):  # as at the end of a request
+        first = pay_page(browser, order)
+        second = pay_page(browser, order)
+
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert without_catalogue(html(first)) and without_catalogue(html(second))
+    assert catalogue_reads == []
+    assert [name for name, _args in take_queued(celery_app)] == [REFRESH_TASK]
+
+
+def test_the_queued_refresh_stores_the_catalogue_and_the_next_page_shows_it(
+    provider: Api,
+    browser: Client,
+    make_product,
+    celery_app: Any,
+    empty_broker: None,
+    catalogue_reads: list[str],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Given a page that found no stored catalogue and queued its refresh, when a worker runs
+    the refresh task, then it reads the provider once and stores the catalogue, and the next
+    page shows the methods and the pay button without calling the provider."""
+    order = order_of(browser, make_product, "289.00")
+    take_queued(celery_app)
+    cache.delete(CATALOGUE_CACHE_KEY)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert without_catalogue(html(pay_page(browser, order)))
+    queued = [name for name, _args in take_queued(celery_app)]
+    assert queued == [REFRESH_TASK]
+
+    payment_methods_refresh_task.apply()  # as a worker runs it
+
+    assert catalogue_reads == ["MX"]
+    assert cache.get(CATALOGUE_CACHE_KEY) is not None
+    with django_capture_on_commit_callbacks(execute=True):
+        page = html(pay_page(browser, order))
+    assert set(methods(page)) == {"visa", "master", "amex", "cashpay"}
+    page.one("button", id="pay-button")
+    assert catalogue_reads == ["MX"]
+    assert take_queued(celery_app) == []
+
+
+class BrokenCache:
+    """A cache whose Redis is unreachable."""
+
+    def __getattr__(self, name: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise ConnectionError("Redis is down")
+
+        return fail
+
+
+def test_without_redis_the_page_renders_without_the_catalogue(
+    provider: Api,
+    browser: Client,
+    make_product,
+    monkeypatch: pytest.MonkeyPatch,
+    catalogue_reads: list[str],
+) -> None:
+    """Given the cache (Redis) unreachable, the payment page still renders (no 500), without
+    the catalogue, and does not call the provider (a refresh could not store its answer)."""
+    order = order_of(browser, make_product, "289.00")
+    monkeypatch.setattr(payments.catalogue, "cache", BrokenCache())
+
+    response = pay_page(browser, order)
+
+    assert response.status_code == 200
+    assert without_catalogue(html(response))
+    assert catalogue_reads == []
 
 
 @pytest.mark.parametrize(

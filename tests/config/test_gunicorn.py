@@ -18,7 +18,15 @@ import pytest
 import requests
 
 from tests.config.support import TOKEN, production_env, run
-from tests.support import PUBLIC_KEY, ROOT, SECRET_KEY, SandboxProcess, free_port, wait_until
+from tests.support import (
+    PUBLIC_KEY,
+    ROOT,
+    SECRET_KEY,
+    Api,
+    SandboxProcess,
+    free_port,
+    wait_until,
+)
 
 GUNICORN = Path(sys.executable).with_name("gunicorn")
 
@@ -91,10 +99,13 @@ def served(
             process.wait()
 
 
-def test_gunicorn_serves_the_shop_with_the_production_settings(served: SimpleNamespace) -> None:
+def test_gunicorn_serves_the_shop_with_the_production_settings(
+    served: SimpleNamespace, provider: Api
+) -> None:
     """Given gunicorn with the production settings, then /healthz answers 200 with the request
     id given, /readyz answers JSON that the database and cache are ready, /healthz/deps that
-    the broker and the provider answer, a collected static file is
+    the broker answers and the provider did (the stamp in Redis of the provider check that the
+    `provider` fixture's catalogue refresh ran, as a worker would), a collected static file is
     served by whitenoise (hashed name, cached forever) over https and redirected to https
     otherwise, and the log output is JSON lines with the access log's webhook token redacted
     and no query string."""

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from checkout.models import Product
 from tests.e2e.support import Shop, open_page
 from tests.factories import ProductFactory
-from tests.support import Api, StaticSite, clear_cache
+from tests.support import Api, StaticSite, clear_cache, fill_catalogue
 
 # Playwright's sync API keeps an asyncio event loop in this thread; Django would otherwise
 # refuse database access from the test's own (synchronous) code.
@@ -33,10 +33,11 @@ def e2e_browser(playwright_browser: Any) -> Any:
 @pytest.fixture
 def shop(live_server: Any, provider: Api, settings: Any, worker: Any) -> Shop:
     """The shop on the live server, paying through a freshly reset sandbox, with the demo
-    catalogue, an empty cache (the payment methods catalogue is cached) and a Celery worker
+    catalogue, an empty cache but for the stored payment methods catalogue, and a Celery worker
     (orders follow their payments by a task, as in production)."""
     settings.SHOP_BASE_URL = live_server.url
     clear_cache()
+    fill_catalogue()
     call_command("seed_demo", verbosity=0)
     return Shop(url=live_server.url, api=provider)
 

@@ -14,7 +14,7 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.services import claim_events
+from webhooks.processing import claim_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,8 +19,8 @@ from tests.support import Api
 from tests.webhooks.processing_support import CaptureCallbacks, events, notify, order_for, status_of
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookState
+from webhooks.processing import ProcessOutcome, webhook_process
 from webhooks.queue import PROCESS_TASK, enqueue_processing, is_marked
-from webhooks.services import ProcessOutcome, webhook_process
 
 pytestmark = pytest.mark.usefixtures("empty_redis")
 

@@ -14,14 +14,9 @@ from tests.support import Api
 from tests.webhooks.processing_support import CaptureCallbacks, events, notify
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
+from webhooks.processing import ProcessOutcome, RetryLater, webhook_give_up, webhook_process
 from webhooks.queue import PROCESS_TASK
-from webhooks.services import (
-    ProcessOutcome,
-    RetryLater,
-    webhook_events_retry,
-    webhook_give_up,
-    webhook_process,
-)
+from webhooks.services import webhook_events_retry
 
 pytestmark = pytest.mark.usefixtures("empty_redis")
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-import webhooks.services
+import webhooks.processing
 from checkout.models import Order, OrderStatus
 from payments.models import Payment, PaymentEventKind, PaymentStatus
 from tests.factories import PaymentFactory
@@ -22,8 +22,9 @@ from tests.support import Api
 from tests.webhooks.processing_support import CaptureCallbacks, events, notify, order_for, status_of
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
+from webhooks.processing import DEFERRED, ProcessOutcome, webhook_process
 from webhooks.queue import PROCESS_TASK
-from webhooks.services import DEFERRED, ProcessOutcome, webhook_process, webhook_relay
+from webhooks.services import webhook_relay
 
 pytestmark = pytest.mark.usefixtures("empty_redis")
 
@@ -212,7 +213,7 @@ def test_lookups_of_unknown_ids_are_bounded_per_minute_and_the_rest_wait(
     # Given a budget of 3 lookups a minute (within one minute) and ten unknown ids notified
     settings.WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = 3
     clock = SimpleNamespace(now=time.time())
-    monkeypatch.setattr(webhooks.services, "time", SimpleNamespace(time=lambda: clock.now))
+    monkeypatch.setattr(webhooks.processing, "time", SimpleNamespace(time=lambda: clock.now))
     unknown = [str(uuid.uuid4()) for _ in range(10)]
     rows = {payment_id: notify(payment_id)[0] for payment_id in unknown}
 

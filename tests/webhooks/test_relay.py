@@ -18,8 +18,9 @@ from django.utils import timezone
 from tests.webhooks.processing_support import CaptureCallbacks, events, notify
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
+from webhooks.processing import webhook_hold
 from webhooks.queue import PROCESS_TASK, is_marked
-from webhooks.services import webhook_hold, webhook_relay
+from webhooks.services import webhook_relay
 
 pytestmark = pytest.mark.usefixtures("empty_redis")
 
