@@ -1,4 +1,5 @@
-"""Scheduled work on payments: thin tasks over the reconciliation services."""
+"""Work on payments done by workers: thin tasks over the reconciliation services and the staff
+actions asked in the admin."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from payments.confirmation import payment_confirm_create
 from payments.errors import PaymentOutcomeUnknown
 from payments.models import Payment
 from payments.reconciliation import authorizations_watch, payments_reconcile
+from payments.staff.runs import staff_action_run, staff_actions_requeue
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -39,3 +41,15 @@ def payment_confirm_create_task(payment_id: int) -> str:
     if payment is None:
         return "gone"
     return payment_confirm_create(payment=payment).status
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def staff_action_run_task(action_id: int) -> str:
+    """Do what a staff member asked in the admin (capture, cancel, ship an order…), once."""
+    return staff_action_run(action_id=action_id)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def staff_actions_requeue_task() -> int:
+    """Queue again the staff actions whose task was lost."""
+    return staff_actions_requeue().queued

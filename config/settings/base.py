@@ -229,6 +229,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": 3600.0,
         "options": {"expires": 3000},
     },
+    # Staff actions whose task was lost (the broker was down, a worker died) are queued again.
+    "staff-actions-requeue": {
+        "task": "payments.tasks.staff_actions_requeue_task",
+        "schedule": 60.0,
+        "options": {"expires": 54},
+    },
     # Mails whose send task was lost are queued again (checkout.services.mail).
     "order-mails-sweep": {
         "task": "checkout.tasks.order_mails_sweep_task",
