@@ -21,6 +21,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonRes
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET
 
 from payments.errors import PaymentError
 from payments.models import (
@@ -71,14 +72,17 @@ def tell_outcomes(request: HttpRequest) -> None:
     user = request.user
     if not user.is_authenticated:
         return
+    untold = StaffAction.objects.filter(
+        actor=user, state__in=FINISHED_ACTION_STATES, shown_at__isnull=True
+    )
+    if not untold.exists():  # the usual page: one indexed query
+        return
     with transaction.atomic():
+        # Two pages opened at once: each outcome is said on one of them only.
         told = list(
-            StaffAction.objects.select_for_update(skip_locked=True)
-            .filter(actor=user, state__in=FINISHED_ACTION_STATES, shown_at__isnull=True)
-            .order_by("finished_at", "id")[:PAGE_LIMIT]
+            untold.select_for_update(skip_locked=True).order_by("finished_at", "id")[:PAGE_LIMIT]
         )
-        if told:
-            StaffAction.objects.filter(pk__in=[a.pk for a in told]).update(shown_at=timezone.now())
+        StaffAction.objects.filter(pk__in=[a.pk for a in told]).update(shown_at=timezone.now())
     for action in told:
         level = messages.SUCCESS if action.ok else messages.ERROR
         messages.add_message(request, level, action.result)
@@ -186,7 +190,7 @@ class StaffActionsAdmin(admin.ModelAdmin):
         return [
             path(
                 "staff-actions/",
-                self.admin_site.admin_view(self.status_view),
+                self.admin_site.admin_view(require_GET(self.status_view)),
                 name=f"{opts.app_label}_{opts.model_name}_staff_actions",
             ),
             *super().get_urls(),
