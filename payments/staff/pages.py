@@ -67,16 +67,17 @@ def open_actions_text(actions: Iterable[StaffAction]) -> list[str]:
     ]
 
 
-def tell_outcomes(request: HttpRequest) -> None:
-    """Say, once, the outcome of each action the staff member asked that has finished."""
+def tell_outcomes(request: HttpRequest) -> set[int]:
+    """Say, once, the outcome of each action the staff member asked that has finished; the
+    ids of those told."""
     user = request.user
     if not user.is_authenticated:
-        return
+        return set()
     untold = StaffAction.objects.filter(
         actor=user, state__in=FINISHED_ACTION_STATES, shown_at__isnull=True
     )
     if not untold.exists():  # the usual page: one indexed query
-        return
+        return set()
     with transaction.atomic():
         # Two pages opened at once: each outcome is said on one of them only.
         told = list(
@@ -86,6 +87,7 @@ def tell_outcomes(request: HttpRequest) -> None:
     for action in told:
         level = messages.SUCCESS if action.ok else messages.ERROR
         messages.add_message(request, level, action.result)
+    return {action.pk for action in told}
 
 
 class StaffActionsAdmin(admin.ModelAdmin):
@@ -203,12 +205,15 @@ class StaffActionsAdmin(admin.ModelAdmin):
         return JsonResponse({"open": still})
 
     def staff_actions_context(self, request: HttpRequest, where: Q) -> dict[str, Any]:
-        tell_outcomes(request)
+        # Read what is in progress before telling what finished: an action that finishes in
+        # between is then told now, and not left unsaid on a page that does not poll.
         running = list(
             StaffAction.objects.filter(where, state__in=OPEN_ACTION_STATES).order_by(
                 "created_at", "id"
             )[:PAGE_LIMIT]
         )
+        told = tell_outcomes(request)
+        running = [action for action in running if action.pk not in told]
         if not running:
             return {}
         opts = self.model._meta
