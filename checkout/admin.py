@@ -13,7 +13,7 @@ from django.utils.formats import date_format
 from django.utils.translation import gettext_lazy as _
 
 from checkout.admin_actions import OrderActionsMixin, available_actions
-from checkout.installments import order_installments
+from checkout.installment_plans import order_installments
 from checkout.models import Order, OrderItem, OrderMail, Product
 from checkout.selectors import order_ledger, order_payments, with_charged
 from checkout.templatetags.shop import mxn

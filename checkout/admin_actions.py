@@ -1,69 +1,55 @@
 """The order page's actions in the admin: ship, cancel, refund, refresh, and shipping several
 orders from the list. Each asks for confirmation on its own page, checks the staff member's
-permission (a readable refusal on the admin's own page otherwise), runs one service and says
-what happened; the services keep the ledgers."""
+permission (a readable refusal on the admin's own page otherwise) and what the order allows,
+then is asked of a task through `payments.staff` (the page says it is in progress, then what
+happened); the services keep the ledgers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.contrib import admin
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import URLPattern, path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from checkout import staff_actions
 from checkout.admin_forms import RefundForm, ShipForm
-from checkout.models import Fulfilment, Order
+from checkout.models import Order
 from checkout.selectors import order_payments
-from checkout.services.fulfilment import (
+from checkout.services.fulfilment_rules import (
     OrderActionRefused,
-    Shipment,
-    order_cancel,
-    order_refresh,
-    order_refund,
-    order_ship,
+    cancel_plan,
+    possible_actions,
+    refund_payment,
+    ship_plan,
 )
-from checkout.templatetags.shop import mxn
-from payments.models import PaymentStatus
-
-
-@dataclass(frozen=True)
-class Action:
-    name: str
-    label: Any  # lazy text
-    permission: str
-    reason: Any  # why it is refused without the permission
-
+from payments.errors import PaymentError
+from payments.models import PaymentIntent, PaymentStatus
+from payments.staff.pages import ActionPage, Asked, StaffActionsAdmin
 
 ACTIONS = {
-    "ship": Action(
-        "ship",
-        gettext_lazy("Mark as shipped"),
+    "ship": ActionPage(
+        staff_actions.SHIP,
         "checkout.ship_order",
         gettext_lazy("Shipping orders needs the “Can ship orders” permission."),
     ),
-    "cancel": Action(
-        "cancel",
-        gettext_lazy("Cancel order"),
+    "cancel": ActionPage(
+        staff_actions.CANCEL,
         "checkout.cancel_order",
         gettext_lazy("Cancelling orders needs the “Can cancel orders” permission."),
     ),
-    "refund": Action(
-        "refund",
-        gettext_lazy("Refund"),
+    "refund": ActionPage(
+        staff_actions.REFUND,
         "payments.refund_payment",
         gettext_lazy("Refunds need the “Can refund payments” permission."),
     ),
-    "refresh": Action(
-        "refresh",
-        gettext_lazy("Refresh from provider"),
+    "refresh": ActionPage(
+        staff_actions.REFRESH,
         "payments.refresh_payment",
         gettext_lazy(
             "Reading payments again needs the “Can read payments again from the provider” "
@@ -71,41 +57,70 @@ ACTIONS = {
         ),
     ),
 }
-
-
-def shipment_message(order: Order, shipment: Shipment) -> str:
-    if shipment.charged:
-        return _(
-            "%(reference)s shipped: %(charged)s charged, %(released)s of the hold released."
-        ) % {
-            "reference": order.reference,
-            "charged": mxn(shipment.charged),
-            "released": mxn(shipment.released),
-        }
-    return _("%(reference)s shipped.") % {"reference": order.reference}
+LABELS = {
+    "ship": gettext_lazy("Mark as shipped"),
+    "cancel": gettext_lazy("Cancel order"),
+    "refund": gettext_lazy("Refund"),
+    "refresh": gettext_lazy("Refresh from provider"),
+}
 
 
 def available_actions(request: HttpRequest, order: Order) -> dict[str, bool]:
     """Which actions the staff member may take on the order as it stands (the provider may
     still refuse one: its answer decides)."""
-    payments = order_payments(order)
-    held = any(p.status == PaymentStatus.AUTHORIZED for p in payments)
-    charged = any(p.can_refund() for p in payments)
-    open_ = order.fulfilment in (Fulfilment.UNFULFILLED, Fulfilment.PARTIALLY_SHIPPED)
-    possible = {
-        "ship": open_ and (held or charged) and any(i.left_to_ship for i in order.items.all()),
-        "cancel": order.fulfilment == Fulfilment.UNFULFILLED,
-        "refund": charged,
-        "refresh": any(p.provider_id for p in payments),
-    }
+    possible = possible_actions(order)
     return {
         name: possible[name] and request.user.has_perm(action.permission)
         for name, action in ACTIONS.items()
     }
 
 
-class OrderActionsMixin(admin.ModelAdmin):
+def ship_asked(order: Order, quantities: dict[int, int] | None) -> Asked:
+    """The shipment checked; a held payment is claimed for its capture."""
+    plan = ship_plan(order, quantities)
+    return Asked(
+        params={
+            "quantities": {str(pk): count for pk, count in plan.chosen.items()},
+            "capture": str(plan.capture),
+        },
+        payment=plan.payment,
+        claim=(PaymentIntent.CAPTURE, PaymentStatus.AUTHORIZED) if plan.capture else None,
+    )
+
+
+def cancel_asked(order: Order) -> Asked:
+    """The cancellation checked; the payment claimed for its cancellation or refund."""
+    plan = cancel_plan(order)
+    claim = {
+        "cancel": (PaymentIntent.CANCEL, PaymentStatus.AUTHORIZED),
+        "refund": (PaymentIntent.REFUND, PaymentStatus.APPROVED),
+    }.get(plan.how)
+    return Asked(
+        params={"how": plan.how, "amount": str(plan.amount)},
+        payment=plan.payment,
+        claim=claim,
+    )
+
+
+def refund_asked(order: Order, data: dict[str, Any], returned: dict[int, int]) -> Asked:
+    """The refund checked (the form bounds its amount); the charged payment claimed."""
+    payment = refund_payment(order)
+    return Asked(
+        params={
+            "amount": str(data["amount"]),
+            "reason": data["reason"],
+            "returned": {str(pk): count for pk, count in returned.items()},
+        },
+        payment=payment,
+        claim=(PaymentIntent.REFUND, PaymentStatus.APPROVED),
+    )
+
+
+class OrderActionsMixin(StaffActionsAdmin):
     """The action pages of OrderAdmin (registered under its URLs)."""
+
+    refusals = (PaymentError, OrderActionRefused)
+    name_in_refusals = True
 
     def get_urls(self) -> list[URLPattern]:
         wrap = self.admin_site.admin_view
@@ -117,28 +132,20 @@ class OrderActionsMixin(admin.ModelAdmin):
             *super().get_urls(),
         ]
 
+    def action_reference(self, obj: Order) -> str:
+        return obj.reference
+
+    def open_actions_on(self, obj: Order) -> Q:
+        """Those on the order, and those on its payments (asked on a payment's page)."""
+        return super().open_actions_on(obj) | Q(payment__external_reference=obj.reference)
+
     # --- Shared -------------------------------------------------------------------------------
 
     def _order_for(self, request: HttpRequest, pk: int, name: str) -> Order:
         """The order, once the staff member's permission for the action is checked (the
         refusal says which permission is missing, on the admin's own page)."""
-        action = ACTIONS[name]
-        if not request.user.has_perm(action.permission):
-            raise PermissionDenied(str(action.reason))
+        self.check_allowed(request, ACTIONS[name])
         return get_object_or_404(Order.objects.prefetch_related("items"), pk=pk)
-
-    def _back(self, order: Order) -> HttpResponseRedirect:
-        return HttpResponseRedirect(reverse("admin:checkout_order_change", args=[order.pk]))
-
-    def _run(self, request: HttpRequest, order: Order, run: Callable[[], str]) -> bool:
-        try:
-            said = run()
-        except OrderActionRefused as exc:
-            self.message_user(request, f"{order.reference}: {exc.message}", messages.ERROR)
-            return False
-        self.log_change(request, order, said)
-        self.message_user(request, said, messages.SUCCESS)
-        return True
 
     def _page(
         self, request: HttpRequest, order: Order, name: str, form: Any, **extra: Any
@@ -147,9 +154,9 @@ class OrderActionsMixin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "original": order,
-            "title": f"{ACTIONS[name].label}: {order.reference}",
+            "title": f"{LABELS[name]}: {order.reference}",
             "form": form,
-            "button": ACTIONS[name].label,
+            "button": LABELS[name],
             "action": name,
             **extra,
         }
@@ -160,31 +167,27 @@ class OrderActionsMixin(admin.ModelAdmin):
     def ship_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         order = self._order_for(request, pk, "ship")
         form = ShipForm(request.POST or None, order=order)
-        if request.method == "POST" and form.is_valid():
-            quantities = form.quantities()
-            self._run(
-                request,
-                order,
-                lambda: shipment_message(
-                    order, order_ship(order_id=order.pk, quantities=quantities, actor=request.user)
-                ),
-            )
-            return self._back(order)
-        return self._page(request, order, "ship", form, held=_held(order))
+        return self.action_view(
+            request,
+            order,
+            ACTIONS["ship"],
+            form=form,
+            asked=lambda data: ship_asked(order, form.quantities()),
+            confirm=lambda f: self._page(request, order, "ship", f, held=_held(order)),
+        )
 
     def cancel_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         order = self._order_for(request, pk, "cancel")
-        if request.method == "POST":
-
-            def cancel() -> str:
-                order_cancel(order_id=order.pk, actor=request.user)
-                return _("%(reference)s cancelled; its items are back in stock.") % {
-                    "reference": order.reference
-                }
-
-            self._run(request, order, cancel)
-            return self._back(order)
-        return self._page(request, order, "cancel", None, danger=True, held=_held(order))
+        return self.action_view(
+            request,
+            order,
+            ACTIONS["cancel"],
+            form=None,
+            asked=lambda data: cancel_asked(order),
+            confirm=lambda f: self._page(
+                request, order, "cancel", None, danger=True, held=_held(order)
+            ),
+        )
 
     def refund_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         order = self._order_for(request, pk, "refund")
@@ -194,44 +197,29 @@ class OrderActionsMixin(admin.ModelAdmin):
                 request,
                 _("%(reference)s has no charged payment left to refund.")
                 % {"reference": order.reference},
-                messages.ERROR,
+                "error",
             )
-            return self._back(order)
+            return self.back(order)
         form = RefundForm(request.POST or None, order=order, maximum=charged[-1].refundable_amount)
-        if request.method == "POST" and form.is_valid():
-            data = form.cleaned_data
-
-            def refund() -> str:
-                order_refund(
-                    order_id=order.pk,
-                    amount=data["amount"],
-                    reason=data["reason"],
-                    returned=form.quantities(),
-                    actor=request.user,
-                )
-                return _("%(reference)s: %(amount)s refunded.") % {
-                    "reference": order.reference,
-                    "amount": mxn(data["amount"]),
-                }
-
-            self._run(request, order, refund)
-            return self._back(order)
-        return self._page(request, order, "refund", form)
+        return self.action_view(
+            request,
+            order,
+            ACTIONS["refund"],
+            form=form,
+            asked=lambda data: refund_asked(order, data, form.quantities()),
+            confirm=lambda f: self._page(request, order, "refund", f),
+        )
 
     def refresh_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         order = self._order_for(request, pk, "refresh")
-        if request.method != "POST":
-            return self._page(request, order, "refresh", None)
-
-        def refresh() -> str:
-            count = order_refresh(order_id=order.pk, actor=request.user)
-            return _("%(reference)s: %(count)d payments read from the provider.") % {
-                "reference": order.reference,
-                "count": count,
-            }
-
-        self._run(request, order, refresh)
-        return self._back(order)
+        return self.action_view(
+            request,
+            order,
+            ACTIONS["refresh"],
+            form=None,
+            asked=lambda data: Asked(),
+            confirm=lambda f: self._page(request, order, "refresh", None),
+        )
 
     # --- From the list ------------------------------------------------------------------------
 
@@ -248,14 +236,12 @@ class OrderActionsMixin(admin.ModelAdmin):
                 "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
             }
             return TemplateResponse(request, "admin/checkout/order/ship_confirm.html", context)
-        for order in queryset:
-            self._run(
-                request,
-                order,
-                lambda order=order: shipment_message(
-                    order, order_ship(order_id=order.pk, quantities=None, actor=request.user)
-                ),
-            )
+        self.ask_each(
+            request,
+            ACTIONS["ship"],
+            queryset.prefetch_related("items"),
+            lambda order: ship_asked(order, None),
+        )
         return None
 
     def has_ship_permission(self, request: HttpRequest) -> bool:

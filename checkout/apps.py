@@ -8,3 +8,6 @@ class CheckoutConfig(AppConfig):
 
     def ready(self) -> None:
         from checkout import receivers  # noqa: F401  (connects the signal receivers)
+        from checkout.staff_actions import register_order_actions
+
+        register_order_actions()

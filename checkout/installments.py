@@ -12,12 +12,21 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from checkout.installment_plans import order_installments, plan_text
 from checkout.templatetags.shop import mxn
 from payments.catalogue import installments_allowed
-from payments.models import Payment, PaymentStatus
+
+__all__ = [
+    "InstallmentsRefused",
+    "Plan",
+    "check_installments",
+    "monthly_amount",
+    "order_installments",
+    "plan_text",
+    "plans_for",
+]
 
 CENT = Decimal("0.01")
-CHARGED = (PaymentStatus.AUTHORIZED, PaymentStatus.APPROVED, PaymentStatus.REFUNDED)
 
 
 class InstallmentsRefused(Exception):
@@ -40,22 +49,6 @@ class Plan:
             "%(months)d interest-free monthly payments of %(amount)s",
             self.months,
         ) % {"months": self.months, "amount": mxn(self.monthly)}
-
-
-def plan_text(months: int, monthly: Decimal | None) -> str:
-    """How staff and shoppers read a plan: `6 × $300.00`."""
-    return f"{months} × {mxn(monthly)}"
-
-
-def order_installments(payments: list[Payment]) -> str:
-    """The plan of the order's charge when it is paid in installments (`plan_text`), else ''."""
-    paying = [p for p in payments if p.installments > 1 and p.status in CHARGED]
-    if not paying:
-        return ""
-    last = paying[-1]
-    return _("%(plan)s, interest-free") % {
-        "plan": plan_text(last.installments, last.installment_amount)
-    }
 
 
 def monthly_amount(total: Decimal, months: int) -> Decimal:

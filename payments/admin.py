@@ -15,29 +15,35 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.auth.models import Permission
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.module_loading import import_string
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from payments import calls, ledger, services
-from payments.errors import PaymentError
+from payments import ledger
+from payments.errors import PaymentError, PaymentNotAllowed
 from payments.forms import CaptureForm, RefundForm, SubscriptionImportForm
 from payments.models import (
     EXPIRY_WARNING_DAYS,
     Payment,
     PaymentEvent,
+    PaymentIntent,
     PaymentStatus,
     Refund,
     Subscription,
+    SubscriptionStatus,
     status_label,
 )
 from payments.pesos import pesos
+from payments.services.guards import check_cancel, check_capture, check_refund
+from payments.staff.kinds import done_message
+from payments.staff.pages import ActionPage, Asked, StaffActionsAdmin
 
 BADGE_COLOURS = {
     PaymentStatus.APPROVED: "#067647",
@@ -144,33 +150,6 @@ class RefundInline(MoneyColumns, ReadOnlyInline):
         return status_label(obj.status)
 
 
-# What staff read once an action is done (the admin's LogEntry keeps the English verb).
-DONE = {
-    "captured": _("captured"),
-    "cancelled": _("cancelled"),
-    "refreshed": _("refreshed"),
-    "cancelled the authorization": _("authorization cancelled"),
-    "closed as not created": _("closed as not created"),
-    "refreshed from the provider": _("refreshed from the provider"),
-}
-
-
-def _done(payment: Payment, verb: str, amount: Decimal | None = None) -> str:
-    """`ORD-…: captured $250.00.`, in the staff member's language."""
-    if amount is not None:
-        done = {
-            "captured": gettext("captured %(amount)s"),
-            "refunded": gettext("refunded %(amount)s"),
-        }
-        text = done[verb] % {"amount": money(amount)}
-    else:
-        text = str(DONE.get(verb, verb))
-    return gettext("%(reference)s: %(done)s.") % {
-        "reference": payment.external_reference,
-        "done": text,
-    }
-
-
 CLOSE_EXPLANATION = _(
     "The provider never confirmed this attempt and no notification named it. Look the order "
     "reference up at the provider first: if it has no payment for it, close the attempt so the "
@@ -183,7 +162,7 @@ def _permission(action: str) -> str:
 
 
 @admin.register(Payment)
-class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
+class PaymentAdmin(MoneyColumns, StaffActionsAdmin):
     list_display = [
         "external_reference",
         "status_badge",
@@ -342,50 +321,17 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
 
     # --- Bulk actions -------------------------------------------------------------------------
 
-    def _each(
-        self,
-        request: HttpRequest,
-        queryset: QuerySet[Payment],
-        verb: str,
-        run: Callable[[Payment], Any],
-    ) -> None:
-        for payment in queryset:
-            try:
-                run(payment)
-            except PaymentError as exc:
-                self.message_user(
-                    request, f"{payment.external_reference}: {exc.message}", messages.ERROR
-                )
-            else:
-                self.log_change(request, payment, f"{verb} from the payment list")
-                self.message_user(request, _done(payment, verb), messages.SUCCESS)
-
     @admin.action(description=_("Capture selected authorizations in full"), permissions=["capture"])
     def capture_selected(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
-        self._each(
-            request,
-            queryset,
-            "captured",
-            lambda p: calls.payment_capture(payment=p, actor=request.user),
-        )
+        self.ask_each(request, PAGES["capture"], queryset, lambda p: _capture(p, None, listed=True))
 
     @admin.action(description=_("Cancel selected authorizations"), permissions=["cancel"])
     def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
-        self._each(
-            request,
-            queryset,
-            "cancelled",
-            lambda p: calls.payment_cancel(payment=p, actor=request.user),
-        )
+        self.ask_each(request, PAGES["cancel"], queryset, lambda p: _cancel(p, listed=True))
 
     @admin.action(description=_("Refresh selected from the provider"), permissions=["refresh"])
     def refresh_selected(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
-        self._each(
-            request,
-            queryset,
-            "refreshed",
-            lambda p: calls.payment_refresh(payment=p, actor=request.user),
-        )
+        self.ask_each(request, PAGES["refresh"], queryset, lambda p: _refresh(p, listed=True))
 
     # --- Actions on one payment -----------------------------------------------------------------
 
@@ -399,6 +345,13 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
             path("<int:pk>/close/", wrap(self.close_view), name="payments_payment_close"),
             *super().get_urls(),
         ]
+
+    def action_reference(self, obj: Payment) -> str:
+        return obj.external_reference
+
+    def open_actions_on(self, obj: Payment) -> Q:
+        """Those on the payment, and those on another object that move it (an order's)."""
+        return super().open_actions_on(obj) | Q(payment=obj)
 
     def change_view(
         self,
@@ -430,26 +383,6 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
             )
         return get_object_or_404(Payment, pk=pk)
 
-    def _back(self, payment: Payment) -> HttpResponseRedirect:
-        return HttpResponseRedirect(reverse("admin:payments_payment_change", args=[payment.pk]))
-
-    def _run(
-        self,
-        request: HttpRequest,
-        payment: Payment,
-        verb: str,
-        run: Callable[[], Any],
-        amount: Decimal | None = None,
-    ) -> bool:
-        try:
-            run()
-        except PaymentError as exc:
-            self.message_user(request, exc.message, messages.ERROR)
-            return False
-        self.log_change(request, payment, verb if amount is None else f"{verb} ${amount}")
-        self.message_user(request, _done(payment, verb, amount), messages.SUCCESS)
-        return True
-
     def _form_page(
         self,
         request: HttpRequest,
@@ -474,73 +407,83 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/payments/payment/action.html", context)
 
-    def _amount_view(
+    def _one_view(
         self,
         request: HttpRequest,
         pk: int,
-        *,
         action: str,
-        form_class: type[CaptureForm] | type[RefundForm],
-        maximum: Callable[[Payment], Any],
-        run: Callable[[Payment, dict[str, Any]], Any],
+        *,
+        form: Any,
+        asked: Callable[[Payment, dict[str, Any]], Asked],
+        title: str,
+        button: str,
+        danger: bool = False,
     ) -> HttpResponse:
-        """A form with the amount (default and limit: `maximum`), checked before any call."""
-        payment = self._payment_for(request, pk, _permission(action))
-        form = form_class(request.POST or None, payment=payment, maximum=maximum(payment))
-        if request.method == "POST" and form.is_valid():
-            data = form.cleaned_data
-            verb = {"capture": "captured", "refund": "refunded"}[action]
-            self._run(request, payment, verb, lambda: run(payment, data), data["amount"])
-            return self._back(payment)
-        button = {"capture": _("Capture"), "refund": _("Refund")}[action]
-        title = f"{button} {payment.external_reference}"
-        return self._form_page(request, payment, title, form, button)
-
-    def capture_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        return self._amount_view(
+        payment = self._payment_for(request, pk, PAGES[action].permission)
+        bound = form(payment) if form is not None else None
+        return self.action_view(
             request,
-            pk,
-            action="capture",
-            form_class=CaptureForm,
-            maximum=lambda p: p.amount,
-            run=lambda p, data: calls.payment_capture(
-                payment=p, amount=data["amount"], actor=request.user
+            payment,
+            PAGES[action],
+            form=bound,
+            asked=lambda data: asked(payment, data),
+            confirm=lambda f: self._form_page(
+                request,
+                payment,
+                title % {"reference": payment.external_reference},
+                f,
+                button,
+                danger=danger,
             ),
         )
 
-    def cancel_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        payment = self._payment_for(request, pk, _permission("cancel"))
-        if request.method == "POST":
-            self._run(
-                request,
-                payment,
-                "cancelled the authorization",
-                lambda: calls.payment_cancel(payment=payment, actor=request.user),
-            )
-            return self._back(payment)
-        return self._form_page(
+    def capture_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        return self._one_view(
             request,
-            payment,
-            _("Cancel the authorization of %(reference)s?")
-            % {"reference": payment.external_reference},
-            None,
-            _("Yes, cancel it"),
+            pk,
+            "capture",
+            form=lambda p: CaptureForm(request.POST or None, payment=p, maximum=p.amount),
+            asked=lambda p, data: _capture(p, data["amount"]),
+            title=gettext("Capture") + " %(reference)s",
+            button=gettext("Capture"),
+        )
+
+    def cancel_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        return self._one_view(
+            request,
+            pk,
+            "cancel",
+            form=None,
+            asked=lambda p, data: _cancel(p),
+            title=gettext("Cancel the authorization of %(reference)s?"),
+            button=gettext("Yes, cancel it"),
             danger=True,
         )
 
     def refund_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        return self._amount_view(
+        return self._one_view(
             request,
             pk,
-            action="refund",
-            form_class=RefundForm,
-            maximum=lambda p: p.refundable_amount,
-            run=lambda p, data: calls.payment_refund(
-                payment=p, amount=data["amount"], reason=data["reason"], actor=request.user
-            ),
+            "refund",
+            form=lambda p: RefundForm(request.POST or None, payment=p, maximum=p.refundable_amount),
+            asked=lambda p, data: _refund(p, data["amount"], data["reason"]),
+            title=gettext("Refund") + " %(reference)s",
+            button=gettext("Refund"),
+        )
+
+    def refresh_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        return self._one_view(
+            request,
+            pk,
+            "refresh",
+            form=None,
+            asked=lambda p, data: _refresh(p),
+            title=gettext("Read %(reference)s again from the provider?"),
+            button=gettext("Refresh from provider"),
         )
 
     def close_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """Close makes no provider call: it is done here, at once."""
         payment = self._payment_for(request, pk, _permission("close"))
         if request.method != "POST":
             return self._form_page(
@@ -553,36 +496,76 @@ class PaymentAdmin(MoneyColumns, admin.ModelAdmin):
                 danger=True,
                 explanation=CLOSE_EXPLANATION,
             )
-        self._run(
-            request,
-            payment,
-            "closed as not created",
-            lambda: services.payment_close_unconfirmed(payment=payment, actor=request.user),
-        )
-        return self._back(payment)
-
-    def refresh_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        payment = self._payment_for(request, pk, _permission("refresh"))
-        if request.method != "POST":
-            return self._form_page(
-                request,
-                payment,
-                gettext("Read %(reference)s again from the provider?")
-                % {"reference": payment.external_reference},
-                None,
-                gettext("Refresh from provider"),
+        try:
+            import_string(CLOSE)(payment=payment, actor=request.user)
+        except PaymentError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+        else:
+            verb = "closed as not created"
+            self.log_change(request, payment, verb)
+            self.message_user(
+                request, done_message(payment.external_reference, verb), messages.SUCCESS
             )
-        self._run(
-            request,
-            payment,
-            "refreshed from the provider",
-            lambda: calls.payment_refresh(payment=payment, actor=request.user),
+        return self.back(payment)
+
+
+# The close service shares its module with the create call to the provider: it is named here,
+# not imported, so that nothing the admin imports reaches the provider's client.
+CLOSE = "payments.services.attempts.payment_close_unconfirmed"
+
+PAGES = {
+    name: ActionPage(
+        kind=f"payments.{name}",
+        permission=_permission(name),
+        refused="",  # PaymentAdmin._payment_for names the permission
+    )
+    for name in ("capture", "cancel", "refund", "refresh")
+}
+
+
+def _capture(payment: Payment, amount: Decimal | None, *, listed: bool = False) -> Asked:
+    payment.refresh_from_db()
+    checked = check_capture(payment, amount)
+    return Asked(
+        params={"amount": None if listed else str(checked), "listed": listed},
+        payment=payment,
+        claim=(PaymentIntent.CAPTURE, PaymentStatus.AUTHORIZED),
+    )
+
+
+def _cancel(payment: Payment, *, listed: bool = False) -> Asked:
+    payment.refresh_from_db()
+    check_cancel(payment)
+    return Asked(
+        params={"listed": listed},
+        payment=payment,
+        claim=(PaymentIntent.CANCEL, PaymentStatus.AUTHORIZED),
+    )
+
+
+def _refund(payment: Payment, amount: Decimal, reason: str) -> Asked:
+    payment.refresh_from_db()
+    checked = check_refund(payment, amount)
+    return Asked(
+        params={"amount": str(checked), "reason": reason},
+        payment=payment,
+        claim=(PaymentIntent.REFUND, PaymentStatus.APPROVED),
+    )
+
+
+def _refresh(payment: Payment, *, listed: bool = False) -> Asked:
+    if not payment.provider_id:
+        raise PaymentNotAllowed(
+            gettext(
+                "This payment has no provider id yet; it is reconciled when the provider "
+                "notifies it."
+            )
         )
-        return self._back(payment)
+    return Asked(params={"listed": listed}, payment=payment)
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(admin.ModelAdmin):
+class SubscriptionAdmin(StaffActionsAdmin):
     list_display = [
         "provider_id",
         "price_id",
@@ -644,20 +627,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
             return TemplateResponse(
                 request, "admin/payments/subscription/cancel_confirm.html", context
             )
-        for subscription in queryset:
-            try:
-                calls.subscription_cancel(subscription=subscription, actor=request.user)
-            except PaymentError as exc:
-                self.message_user(
-                    request, f"{subscription.provider_id}: {exc.message}", messages.ERROR
-                )
-            else:
-                self.log_change(request, subscription, "cancelled at the provider")
-                self.message_user(
-                    request,
-                    _("%(subscription)s: cancelled.") % {"subscription": subscription.provider_id},
-                    messages.SUCCESS,
-                )
+        self.ask_each(request, SUBSCRIPTION_CANCEL, queryset, _subscription_cancel)
         return None
 
     def get_urls(self) -> list[URLPattern]:
@@ -667,27 +637,24 @@ class SubscriptionAdmin(admin.ModelAdmin):
             *super().get_urls(),
         ]
 
+    def action_reference(self, obj: Subscription) -> str:
+        return obj.provider_id
+
     def import_view(self, request: HttpRequest) -> HttpResponse:
+        """Import by id: asked here, read from the provider by a task; the list says when."""
         if not request.user.has_perm("payments.add_subscription"):
             raise PermissionDenied(_("Importing subscriptions needs the permission to add them."))
         form = SubscriptionImportForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
-            try:
-                subscription = calls.subscription_sync(
-                    provider_id=str(form.cleaned_data["provider_id"])
-                )
-            except PaymentError as exc:
-                form.add_error("provider_id", exc.message)
-            else:
-                self.log_addition(request, subscription, "imported from the provider")
-                self.message_user(
-                    request,
-                    _("Imported %(subscription)s.") % {"subscription": subscription},
-                    messages.SUCCESS,
-                )
-                return HttpResponseRedirect(
-                    reverse("admin:payments_subscription_change", args=[subscription.pk])
-                )
+            provider_id = str(form.cleaned_data["provider_id"])
+            self.ask(
+                request,
+                SUBSCRIPTION_IMPORT,
+                None,
+                lambda: Asked(params={"provider_id": provider_id}),
+                reference=provider_id,
+            )
+            return HttpResponseRedirect(reverse("admin:payments_subscription_changelist"))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -696,3 +663,21 @@ class SubscriptionAdmin(admin.ModelAdmin):
             "button": _("Import"),
         }
         return TemplateResponse(request, "admin/payments/payment/action.html", context)
+
+
+SUBSCRIPTION_CANCEL = ActionPage(
+    kind="payments.subscription_cancel",
+    permission="payments.cancel_subscription",
+    refused=_("Cancelling subscriptions needs the “Can cancel subscriptions” permission."),
+)
+SUBSCRIPTION_IMPORT = ActionPage(
+    kind="payments.subscription_import",
+    permission="payments.add_subscription",
+    refused=_("Importing subscriptions needs the permission to add them."),
+)
+
+
+def _subscription_cancel(subscription: Subscription) -> Asked:
+    if subscription.status == SubscriptionStatus.INACTIVE:
+        raise PaymentNotAllowed(gettext("This subscription is already inactive."))
+    return Asked()

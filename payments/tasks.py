@@ -1,5 +1,6 @@
 """Payments' tasks: every call to the provider is made here, never in a web request. Thin:
-each takes an id and calls a service of `payments.calls` or the reconciliation."""
+each takes an id and calls a service of `payments.calls`, the reconciliation, or the staff
+actions asked in the admin."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from payments.errors import PaymentError, PaymentOutcomeUnknown
 from payments.models import Payment
 from payments.reconciliation import authorizations_watch, payments_reconcile
 from payments.selectors import payments_waiting_to_send
+from payments.staff.runs import staff_action_run, staff_actions_requeue
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -114,3 +116,15 @@ def payment_refresh_task(payment_id: int) -> str:
             return f"not read: {exc.message}"
     finally:
         queue.unmark(queue.REFRESH_TASK, payment_id)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def staff_action_run_task(action_id: int) -> str:
+    """Do what a staff member asked in the admin (capture, cancel, ship an order…), once."""
+    return staff_action_run(action_id=action_id)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def staff_actions_requeue_task() -> int:
+    """Queue again the staff actions whose task was lost."""
+    return staff_actions_requeue().queued

@@ -184,6 +184,8 @@ def run_queued(celery_app: Any, empty_broker: None) -> Any:
 
     from tests.webhooks.support import take_queued
 
+    celery_app.loader.import_default_modules()  # every app's tasks, as a worker finds them
+
     def run() -> list[str]:
         ran: list[str] = []
         for _ in range(10):  # and those the tasks queue in turn

@@ -1,15 +1,19 @@
-"""What staff do with an order: ship it (which captures a held payment, in full or for the items
-shipped), cancel it, refund it, read its payments again. The money moves through the payments
-app's services (which decide with the provider's answer and keep the payment's ledger); the
-order keeps its own ledger of who shipped, cancelled or put back what. No lock is held over a
-call to the provider: the order is read, the provider called, and the order written after.
+"""What staff do with an order, done (by the staff actions' task, `checkout.services.staff_runs`):
+ship it (which captures a held payment, in full or for the items shipped), cancel it, refund it,
+read its payments again. The checks come first (`checkout.services.fulfilment_rules`, which the
+admin uses before it asks); the money moves through the payments app's calls (which decide with
+the provider's answer and keep the payment's ledger); the order keeps its own ledger of who
+shipped, cancelled or put back what. No lock is held over a call to the provider: the order is
+read, the provider called, and the order written after.
+
+A staff action passes the plan it checked when asked (its payment claimed then) and its
+idempotency key: a re-run of its task asks the provider the same thing again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -19,26 +23,23 @@ from django.utils.translation import gettext as _
 from checkout.ledger import shipment_message
 from checkout.models import Fulfilment, Order, OrderEventKind, OrderItem, OrderStatus
 from checkout.selectors import order_payments
+from checkout.services.fulfilment_rules import (
+    CancelPlan,
+    OrderActionRefused,
+    Shipment,
+    ShipPlan,
+    cancel_plan,
+    refund_payment,
+    ship_plan,
+)
 from checkout.services.mail import queue_order_mails
-from checkout.services.orders import CheckoutError
 from checkout.services.stock import order_restock_unshipped, record, restock
 from checkout.templatetags.shop import mxn
 from payments import calls
 from payments.errors import PaymentError
-from payments.models import IN_FLIGHT, Payment, PaymentStatus, Refund
+from payments.models import Payment, Refund
 
 Actor = Any  # the staff user, kept in the ledgers
-
-
-class OrderActionRefused(CheckoutError):
-    """The order's state (or its payment's, as the provider answered) does not allow it."""
-
-
-@dataclass(frozen=True)
-class Shipment:
-    charged: Decimal  # captured by this shipment (0 when the payment was already charged)
-    released: Decimal  # of the hold, given back to the card
-    complete: bool  # nothing is left to ship
 
 
 @contextmanager
@@ -54,58 +55,37 @@ def _order(order_id: int) -> Order:
     return Order.objects.prefetch_related("items").get(pk=order_id)
 
 
-def _charge(order: Order) -> Payment | None:
-    """The order's payment that holds or took the money (its latest), if any."""
-    held = [
-        p
-        for p in order_payments(order)
-        if p.status in (PaymentStatus.AUTHORIZED, PaymentStatus.APPROVED)
-    ]
-    return held[-1] if held else None
-
-
 # --- Ship -------------------------------------------------------------------------------------
 
 
-def shipping_amount(order: Order, quantities: dict[int, int]) -> Decimal:
-    """What the items shipped cost (the amount a held payment is captured for)."""
-    prices = {item.pk: item.unit_price for item in order.items.all()}
-    return sum((prices[pk] * count for pk, count in quantities.items()), Decimal("0.00"))
-
-
-def _check_quantities(order: Order, quantities: dict[int, int] | None) -> dict[int, int]:
-    """The items to ship (all that is left when None), each within what is left to ship."""
-    items = {item.pk: item for item in order.items.all()}
-    if quantities is None:
-        quantities = {pk: item.left_to_ship for pk, item in items.items()}
-    chosen = {pk: count for pk, count in quantities.items() if count > 0}
-    for pk, count in chosen.items():
-        if pk not in items or count > items[pk].left_to_ship:
-            raise OrderActionRefused(_("Choose at most what is left to ship of each item."))
-    if not chosen:
-        raise OrderActionRefused(_("Nothing is left to ship in this order."))
-    return chosen
-
-
-def order_ship(*, order_id: int, quantities: dict[int, int] | None, actor: Actor) -> Shipment:
+def order_ship(
+    *,
+    order_id: int,
+    quantities: dict[int, int] | None,
+    actor: Actor,
+    plan: ShipPlan | None = None,
+    idempotency_key: str = "",
+) -> Shipment:
     """Ship the order's items (`quantities`: item id -> how many; None: all that is left). A
     held payment is captured for what is shipped (all of it when everything is), and the rest
     of the hold is released (the items not shipped go back to stock); a charged payment only
-    records the shipment."""
+    records the shipment. `plan`: checked when a staff member asked, its payment claimed."""
     order = _order(order_id)
-    if order.fulfilment in (Fulfilment.SHIPPED, Fulfilment.CANCELLED):
-        raise OrderActionRefused(_("This order is already shipped or cancelled."))
-    chosen = _check_quantities(order, quantities)
-    payment = _charge(order)
-    if payment is None:
-        raise OrderActionRefused(_("This order has no payment held or charged: it cannot ship."))
+    claimed = plan is not None
+    plan = plan or ship_plan(order, quantities)
     charged = released = Decimal("0.00")
-    if payment.status == PaymentStatus.AUTHORIZED:
-        charged = shipping_amount(order, chosen)
+    if plan.capture:
         with _provider_refusals():
-            calls.payment_capture(payment=payment, amount=charged, actor=actor)
-        released = payment.amount - charged
-    return _record_shipment(order, chosen, charged, released, actor)
+            calls.payment_capture(
+                payment=plan.payment,
+                amount=plan.capture,
+                actor=actor,
+                idempotency_key=idempotency_key,
+                claimed=claimed,
+            )
+        charged = plan.capture
+        released = plan.payment.amount - charged
+    return _record_shipment(order, plan.chosen, charged, released, actor)
 
 
 def _record_shipment(
@@ -135,28 +115,29 @@ def _record_shipment(
 # --- Cancel, refund, refresh ------------------------------------------------------------------
 
 
-def order_cancel(*, order_id: int, actor: Actor) -> None:
+def order_cancel(
+    *, order_id: int, actor: Actor, plan: CancelPlan | None = None, idempotency_key: str = ""
+) -> None:
     """Cancel an order that has not shipped: its held payment is cancelled, or its charged
-    payment refunded in full, and its items go back to stock."""
+    payment refunded in full, and its items go back to stock. `plan`: checked when a staff
+    member asked, its payment claimed."""
     order = _order(order_id)
-    if order.fulfilment != Fulfilment.UNFULFILLED:
-        raise OrderActionRefused(
-            _("Only an order that has not shipped can be cancelled; refund it instead.")
-        )
-    if any(p.status in (*IN_FLIGHT, PaymentStatus.PENDING) for p in order_payments(order)):
-        raise OrderActionRefused(
-            _("A payment of this order is still being confirmed; try again in a few minutes.")
-        )
-    payment = _charge(order)
+    claimed = plan is not None
+    plan = plan or cancel_plan(order)
+    payment = plan.payment
     with _provider_refusals():
-        if payment is not None and payment.status == PaymentStatus.AUTHORIZED:
-            calls.payment_cancel(payment=payment, actor=actor)
-        elif payment is not None and payment.refundable_amount > 0:
+        if payment is not None and plan.how == "cancel":
+            calls.payment_cancel(
+                payment=payment, actor=actor, idempotency_key=idempotency_key, claimed=claimed
+            )
+        elif payment is not None and plan.how == "refund":
             calls.payment_refund(
                 payment=payment,
-                amount=payment.refundable_amount,
+                amount=plan.amount,
                 reason=_("Order cancelled"),
                 actor=actor,
+                idempotency_key=idempotency_key,
+                claimed=claimed,
             )
     with transaction.atomic():
         locked = Order.objects.select_for_update().get(pk=order.pk)
@@ -176,15 +157,24 @@ def order_refund(
     reason: str,
     returned: dict[int, int],
     actor: Actor,
+    payment: Payment | None = None,
+    idempotency_key: str = "",
 ) -> Refund:
     """Refund part or all of the order's charged payment, and put the `returned` items (item id
-    -> how many; returned by the customer, or not sent) back in stock."""
+    -> how many; returned by the customer, or not sent) back in stock. `payment`: checked and
+    claimed when a staff member asked."""
     order = _order(order_id)
-    payment = _charge(order)
-    if payment is None or not payment.can_refund():
-        raise OrderActionRefused(_("This order has no charged payment left to refund."))
+    claimed = payment is not None
+    payment = payment or refund_payment(order)
     with _provider_refusals():
-        refund = calls.payment_refund(payment=payment, amount=amount, reason=reason, actor=actor)
+        refund = calls.payment_refund(
+            payment=payment,
+            amount=amount,
+            reason=reason,
+            actor=actor,
+            idempotency_key=idempotency_key,
+            claimed=claimed,
+        )
     record(order, OrderEventKind.REFUNDED, f"{mxn(amount)} {reason}".strip(), actor)
     restock(order, {pk: count for pk, count in returned.items() if count > 0}, actor)
     return refund

@@ -256,6 +256,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": float(PAYMENTS_PROVIDER_CHECK_EVERY),
         "options": {"expires": PAYMENTS_PROVIDER_CHECK_EVERY * 0.9},
     },
+    # Staff actions whose task was lost (the broker was down, a worker died) are queued again.
+    "staff-actions-requeue": {
+        "task": "payments.tasks.staff_actions_requeue_task",
+        "schedule": 60.0,
+        "options": {"expires": 54},
+    },
     # Mails whose send task was lost are queued again (checkout.services.mail).
     "order-mails-sweep": {
         "task": "checkout.tasks.order_mails_sweep_task",

@@ -1,7 +1,12 @@
 """Staff actions on a payment: capture, cancel and refund. Each is checked against the payment's
 status, claims the payment (payments/services/claims.py), makes its provider call with no lock
 held, and applies the answer in a short transaction; a failure is recorded in the ledger and
-raised as the shop's error, with the payment refreshed when the answer was lost."""
+raised as the shop's error, with the payment refreshed when the answer was lost.
+
+A staff action asked from the admin has claimed its payment already, in the request
+(`claimed=True`), and passes the idempotency key recorded with it: a re-run of its task (a
+worker killed, a redelivery) sends the same request again, which the provider answers as the
+first time, and what was applied once is not applied again."""
 
 from __future__ import annotations
 
@@ -11,7 +16,6 @@ from decimal import Decimal
 from typing import TypeVar
 
 from django.db import transaction
-from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from payments import ledger
@@ -21,16 +25,22 @@ from payments.errors import (
     Conflict,
     OutcomeUnknown,
     PaymentError,
-    PaymentNotAllowed,
     PaymentRefused,
     ProviderApiError,
     ProviderDown,
     ProviderUnavailable,
 )
 from payments.messages import refusal_message
-from payments.models import Payment, PaymentEventKind, PaymentIntent, PaymentStatus, Refund
+from payments.models import (
+    Payment,
+    PaymentEventKind,
+    PaymentIntent,
+    PaymentStatus,
+    Refund,
+)
 from payments.services.claims import claim_payment, release_claim
-from payments.services.records import Actor, acting_user, check_amount, record_event
+from payments.services.guards import check_cancel, check_capture, check_refund
+from payments.services.records import Actor, acting_user, record_event
 from payments.services.snapshots import IllegalTransition, apply_in_transaction, apply_snapshot
 from payments.types import ProviderPayment
 
@@ -113,10 +123,13 @@ def _claimed_call(
     status: str,
     action: str,
     actor: Actor,
+    claimed: bool,
 ) -> T:
-    """Claim the payment for a staff action and make its provider call; a failure is recorded
-    in the ledger, the claim released, and raised as the shop's error."""
-    claim_payment(payment, intent, status)
+    """Claim the payment for a staff action (unless it was claimed when asked) and make its
+    provider call; a failure is recorded in the ledger, the claim released, and raised as the
+    shop's error."""
+    if not claimed:
+        claim_payment(payment, intent, status)
     try:
         return call()
     except ProviderApiError as exc:
@@ -124,26 +137,30 @@ def _claimed_call(
 
 
 def payment_capture(
-    *, payment: Payment, amount: Decimal | None = None, actor: Actor = None
+    *,
+    payment: Payment,
+    amount: Decimal | None = None,
+    actor: Actor = None,
+    idempotency_key: str = "",
+    claimed: bool = False,
 ) -> Payment:
     """Capture an authorization, in full or in part (0 < amount <= authorized amount)."""
     payment.refresh_from_db()
-    if not payment.can_capture():
-        raise PaymentNotAllowed(
-            _("Only an authorized payment can be captured; this one is %(status)s.")
-            % {"status": str(payment.get_status_display()).lower()}
-        )
-    amount = payment.amount if amount is None else amount
-    check_amount(amount, maximum=payment.amount)
+    if claimed:
+        amount = payment.amount if amount is None else amount
+    else:
+        amount = check_capture(payment, amount)
+    key = idempotency_key or new_idempotency_key()
     remote = _claimed_call(
         payment,
         lambda: get_client().capture_payment(
-            payment.provider_id or "", amount=amount, idempotency_key=new_idempotency_key()
+            payment.provider_id or "", amount=amount, idempotency_key=key
         ),
         intent=PaymentIntent.CAPTURE,
         status=PaymentStatus.AUTHORIZED,
         action="capture",
         actor=actor,
+        claimed=claimed,
     )
     return apply_in_transaction(
         payment.pk,
@@ -155,23 +172,26 @@ def payment_capture(
     )
 
 
-def payment_cancel(*, payment: Payment, actor: Actor = None) -> Payment:
+def payment_cancel(
+    *,
+    payment: Payment,
+    actor: Actor = None,
+    idempotency_key: str = "",
+    claimed: bool = False,
+) -> Payment:
     """Cancel an authorization: the hold is released and nothing is charged."""
     payment.refresh_from_db()
-    if not payment.can_cancel():
-        raise PaymentNotAllowed(
-            _("Only an authorized payment can be cancelled; this one is %(status)s.")
-            % {"status": str(payment.get_status_display()).lower()}
-        )
+    if not claimed:
+        check_cancel(payment)
+    key = idempotency_key or new_idempotency_key()
     remote = _claimed_call(
         payment,
-        lambda: get_client().cancel_payment(
-            payment.provider_id or "", idempotency_key=new_idempotency_key()
-        ),
+        lambda: get_client().cancel_payment(payment.provider_id or "", idempotency_key=key),
         intent=PaymentIntent.CANCEL,
         status=PaymentStatus.AUTHORIZED,
         action="cancellation",
         actor=actor,
+        claimed=claimed,
     )
     return apply_in_transaction(
         payment.pk, remote, kind=PaymentEventKind.CANCELLED, actor=actor, release_intent=True
@@ -179,51 +199,55 @@ def payment_cancel(*, payment: Payment, actor: Actor = None) -> Payment:
 
 
 def payment_refund(
-    *, payment: Payment, amount: Decimal | None = None, reason: str = "", actor: Actor = None
+    *,
+    payment: Payment,
+    amount: Decimal | None = None,
+    reason: str = "",
+    actor: Actor = None,
+    idempotency_key: str = "",
+    claimed: bool = False,
 ) -> Refund:
     """Refund a charge, in full or in part (0 < amount <= what is left to refund)."""
     payment.refresh_from_db()
-    if not payment.can_refund():
-        raise PaymentNotAllowed(
-            _(
-                "Only a charged payment with money left to refund can be refunded; this one is "
-                "%(status)s."
-            )
-            % {"status": str(payment.get_status_display()).lower()}
-        )
-    left = payment.refundable_amount
-    amount = left if amount is None else amount
-    check_amount(amount, maximum=left)
+    if claimed:
+        amount = payment.refundable_amount if amount is None else amount
+    else:
+        amount = check_refund(payment, amount)
+    key = idempotency_key or new_idempotency_key()
     remote_refund = _claimed_call(
         payment,
         lambda: get_client().refund(
-            payment.provider_id or "",
-            amount=amount,
-            reason=reason[:255],
-            idempotency_key=new_idempotency_key(),
+            payment.provider_id or "", amount=amount, reason=reason[:255], idempotency_key=key
         ),
         intent=PaymentIntent.REFUND,
         status=PaymentStatus.APPROVED,
         action="refund",
         actor=actor,
+        claimed=claimed,
     )
-    refund = Refund.objects.create(
-        payment=payment,
+    # The same key answers with the same refund: a re-run records it once.
+    refund, created = Refund.objects.get_or_create(
         provider_id=remote_refund.id,
-        amount=remote_refund.amount,
-        status=remote_refund.status,
-        reason=reason[:255],
-        actor=acting_user(actor),
+        defaults={
+            "payment": payment,
+            "amount": remote_refund.amount,
+            "status": remote_refund.status,
+            "reason": reason[:255],
+            "actor": acting_user(actor),
+        },
     )
-    _refund_settle(payment, refund, actor=actor)
+    recorded = payment.events.filter(
+        kind=PaymentEventKind.REFUNDED, created_at__gte=refund.created_at
+    ).exists()
+    _refund_settle(payment, refund, actor=actor, record=created or not recorded)
     payment.refresh_from_db()
     return refund
 
 
-def _refund_settle(payment: Payment, refund: Refund, *, actor: Actor) -> None:
-    """After a refund: read the payment's new amounts, record the refund once in the ledger,
-    release the claim. If the read fails, the refund is recorded and the amounts arrive with
-    the payment's next refresh."""
+def _refund_settle(payment: Payment, refund: Refund, *, actor: Actor, record: bool = True) -> None:
+    """After a refund: read the payment's new amounts, record the refund once in the ledger
+    (unless `record` is False: a re-run recorded it already), release the claim. If the read
+    fails, the refund is recorded and the amounts arrive with the payment's next refresh."""
     try:
         remote: ProviderPayment | None = get_client().get_payment(payment.provider_id or "")
         message = ledger.REFUND(refund=refund.provider_id)
@@ -245,7 +269,7 @@ def _refund_settle(payment: Payment, refund: Refund, *, actor: Actor) -> None:
                 )
             except IllegalTransition as exc:
                 logger.error("payment %s after refund: %s", payment.pk, exc)
-        if not recorded:
+        if record and not recorded:
             record_event(
                 locked,
                 PaymentEventKind.REFUNDED,

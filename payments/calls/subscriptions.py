@@ -41,13 +41,16 @@ def subscription_sync(*, provider_id: str) -> Subscription:
         return _store_subscription(remote)
 
 
-def subscription_cancel(*, subscription: Subscription, actor: Actor = None) -> Subscription:
-    """Set a subscription inactive at the provider (it cannot be activated again)."""
+def subscription_cancel(
+    *, subscription: Subscription, actor: Actor = None, idempotency_key: str = ""
+) -> Subscription:
+    """Set a subscription inactive at the provider (it cannot be activated again); a staff
+    action passes its own idempotency key, sent again by a re-run of its task."""
     if subscription.status == SubscriptionStatus.INACTIVE:
         raise PaymentNotAllowed("This subscription is already inactive.")
     with provider_errors(unreachable="The payment service is not reachable; nothing changed."):
         remote = get_client().cancel_subscription(
-            subscription.provider_id, idempotency_key=new_idempotency_key()
+            subscription.provider_id, idempotency_key=idempotency_key or new_idempotency_key()
         )
     logger.info(
         "subscription %s cancelled by %s", subscription.provider_id, acting_user(actor) or "system"

@@ -1,18 +1,20 @@
 """A staff action's claim on a payment (its `intent`), taken with a compare-and-set update before
 the provider is called, so that exactly one of several simultaneous actions proceeds, and
 released once the answer is applied. No row lock is held while the provider is called; a claim
-older than `INTENT_TIMEOUT` (its worker died) may be taken over."""
+older than `INTENT_TIMEOUT` (its worker died) may be taken over, unless a staff action that holds
+it is still open (queued or running): that action's task, run again by its redelivery or by the
+sweep, finishes it with the same idempotency key and releases the claim."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from payments.errors import PaymentInProgress, PaymentNotAllowed
-from payments.models import Payment
+from payments.models import OPEN_ACTION_STATES, Payment, StaffAction
 
 INTENT_TIMEOUT = timedelta(minutes=5)
 
@@ -20,8 +22,10 @@ INTENT_TIMEOUT = timedelta(minutes=5)
 def claim_payment(payment: Payment, intent: str, allowed_status: str) -> None:
     """Compare-and-set the intent: exactly one of several simultaneous actions proceeds."""
     now = timezone.now()
+    open_action = StaffAction.objects.filter(payment=OuterRef("pk"), state__in=OPEN_ACTION_STATES)
+    stale = Q(intent_started_at__lt=now - INTENT_TIMEOUT) & ~Exists(open_action)
     claimed = Payment.objects.filter(
-        Q(intent="") | Q(intent_started_at__lt=now - INTENT_TIMEOUT),
+        Q(intent="") | stale,
         pk=payment.pk,
         status=allowed_status,
     ).update(intent=intent, intent_started_at=now)

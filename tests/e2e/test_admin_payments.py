@@ -1,8 +1,9 @@
 """The payment page's buttons and the lists' actions of payments, subscriptions and notifications,
 clicked in Chromium as admin (in English here; the order page's are clicked in Spanish in
 test_admin.py): Capture in part, Cancel authorization, Refund in part, Capture from the list,
-Cancel a subscription, Retry a failed notification. Checked in the database, at the provider and
-on screen."""
+Cancel a subscription, Retry a failed notification; a slow capture said in progress then done, and
+two staff members racing a capture and a cancellation. Checked in the database, at the provider
+and on screen."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from playwright.sync_api import expect
 
 from checkout.models import Product
 from payments.calls import subscription_sync
-from payments.models import Payment, PaymentStatus, Subscription
+from payments.models import Payment, PaymentStatus, StaffAction, Subscription
 from tests.checkout.support import remote_of
 from tests.e2e.support import Shop, log_in, success
 from tests.shop import paid_order
@@ -193,3 +194,68 @@ def test_import_a_subscription_by_its_id(page: Any, staff_shop: Shop) -> None:
 
     expect(success(page)).to_be_visible()
     assert Subscription.objects.filter(provider_id=jorge).exists()
+
+
+def test_a_slow_capture_says_in_progress_then_what_was_charged(
+    page: Any, staff_shop: Shop, products: dict[str, Product]
+) -> None:
+    """The provider takes 3 s to answer the capture: the admin answers at once, back on the
+    payment page, which says the capture is in progress, then (reloading itself) what was
+    charged. The payment is captured, once, in the shop and at the provider."""
+    order = paid_order(staff_shop.api, (products["blusa"], 1))
+    payment = payment_of(order)
+    staff_shop.api.add_fault(path="/payments", method="PATCH", latency_ms=3000)
+    open_payment(page, staff_shop, payment)
+
+    page.locator("#action-capture").click()
+    page.locator("#id_amount").fill("1000.00")
+    page.locator("input[type=submit]").click()
+
+    expect(page.locator("#staff-actions")).to_contain_text("capture in progress")
+    assert page.url.endswith(reverse("admin:payments_payment_change", args=[payment.pk]))
+    assert payment_of(order).status == PaymentStatus.AUTHORIZED  # not yet
+    expect(success(page)).to_contain_text(f"{order.reference}: captured $1,000.00.")
+    expect(page.locator("#staff-actions")).to_have_count(0)
+    assert payment_of(order).captured_amount == Decimal("1000.00")
+    assert remote_of(staff_shop.api, order)["captured_amount"] == Decimal("1000.00")
+
+
+def test_two_staff_capture_and_cancel_at_once_one_wins(
+    e2e_browser: Any, staff_shop: Shop, products: dict[str, Product]
+) -> None:
+    """Two staff members, each in their own browser, confirm a capture and a cancellation of
+    one authorization at the same moment: exactly one is done; the other is told at once that
+    another action is running. The payment ends either captured or cancelled, never both."""
+    order = paid_order(staff_shop.api, (products["blusa"], 1))
+    payment = payment_of(order)
+    staff_shop.api.add_fault(path="/payments", method="PATCH", latency_ms=1500)
+    capturer = log_in(e2e_browser, staff_shop, "admin", "tienda-demo-2026", locale="en-US")
+    canceller = log_in(e2e_browser, staff_shop, "admin", "tienda-demo-2026", locale="en-US")
+    try:
+        for who, action in ((capturer, "capture"), (canceller, "cancel")):
+            who.goto(
+                f"{staff_shop.url}{reverse(f'admin:payments_payment_{action}', args=[payment.pk])}"
+            )
+        capturer.locator("input[type=submit]").click(no_wait_after=True)
+        canceller.locator("input[type=submit]").click(no_wait_after=True)
+
+        for who in (capturer, canceller):
+            expect(who.locator("ul.messagelist li").first).to_be_visible()
+        errors = [who for who in (capturer, canceller) if who.locator("li.error").count()]
+        assert len(errors) == 1
+        expect(errors[0].locator("li.error")).to_contain_text("Another action (")
+        winner = canceller if errors[0] is capturer else capturer
+        expect(success(winner)).to_contain_text(order.reference)
+    finally:
+        capturer.context.close()
+        canceller.context.close()
+
+    assert StaffAction.objects.filter(payment=payment).count() == 1
+    final = payment_of(order)
+    remote = remote_of(staff_shop.api, order)
+    if winner is capturer:
+        assert (final.status, final.captured_amount) == (PaymentStatus.APPROVED, Decimal("1290.00"))
+        assert remote["status"] == "approved"
+    else:
+        assert (final.status, final.captured_amount) == (PaymentStatus.CANCELLED, Decimal("0"))
+        assert remote["status"] == "cancelled"

@@ -16,6 +16,7 @@ from typing import Any
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.contrib.messages import get_messages
+from django.test import TestCase
 from django.urls import reverse
 
 from payments.models import CaptureMethod, Payment, PaymentStatus
@@ -112,3 +113,19 @@ def approved(provider: Api, amount: str = "250.00") -> Payment:
     payment = PaymentFactory(provider=provider, capture_method="automatic", amount=amount)
     assert payment.status == PaymentStatus.APPROVED
     return payment
+
+
+def asked_then_done(client: Any, response: Any, run_queued: Callable[[], list[str]]) -> Any:
+    """After an action's POST (answered at once, back to the payment's page): run its queued
+    task as a worker would, and open the page again, which says what happened."""
+    assert response.status_code == 302, response
+    ran = run_queued()
+    assert ran, "no task was queued"
+    return client.get(response.url)
+
+
+def ask(client: Any, url: str, data: dict[str, Any] | None = None, **extra: Any) -> Any:
+    """POST an action; what its transaction does on commit (queueing its task) is done as a
+    commit would (the test's own transaction never commits)."""
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return client.post(url, data or {}, **extra)

@@ -1,6 +1,7 @@
 """The payments admin's actions on one payment, end to end against the live sandbox: capture (in
 full or in part), cancel, refund and refresh, each through its form or confirmation page and
-recorded in the ledger and the admin log; a bad amount or a provider error changes nothing."""
+recorded in the ledger and the admin log; a bad amount or a provider error changes nothing. The
+POST answers at once (the action is queued); its task is run here as a worker would."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from payments.models import PaymentEventKind, PaymentStatus, Refund
 from tests.payments.admin_support import (
     action_url,
     approved,
+    ask,
+    asked_then_done,
     authorized,
     change_url,
     count_calls,
@@ -56,7 +59,7 @@ def amount_error(response: Any) -> tuple[str, str]:
 
 
 def test_capture_form_defaults_to_the_full_amount(
-    provider: Api, client: Client, admin_user: Any
+    provider: Api, client: Client, admin_user: Any, run_queued: Any
 ) -> None:
     """GET shows the form prefilled with the authorized amount; posting it captures it all."""
     payment = authorized(provider, amount="250.00")
@@ -68,10 +71,11 @@ def test_capture_form_defaults_to_the_full_amount(
     assert match, page.content.decode()
     assert Decimal(match.group(1)) == Decimal("250.00")
 
-    response = client.post(action_url("capture", payment), {"amount": match.group(1)})
+    response = ask(client, action_url("capture", payment), {"amount": match.group(1)})
 
     assert response.status_code == 302
     assert response.url == change_url(payment)
+    page = asked_then_done(client, response, run_queued)
     payment.refresh_from_db()
     assert payment.status == PaymentStatus.APPROVED
     assert payment.captured_amount == Decimal("250.00")
@@ -83,17 +87,19 @@ def test_capture_form_defaults_to_the_full_amount(
     entry = log_entries(payment).get()
     assert (entry.user, entry.action_flag) == (admin_user, CHANGE)
     assert "captured $250.00" in entry.get_change_message()
-    assert ("success", f"{payment.external_reference}: captured $250.00.") in messages_of(response)
+    assert ("success", f"{payment.external_reference}: captured $250.00.") in messages_of(page)
 
 
-def test_capture_a_partial_amount(provider: Api, client: Client, admin_user: Any) -> None:
+def test_capture_a_partial_amount(
+    provider: Api, client: Client, admin_user: Any, run_queued: Any
+) -> None:
     """Posting a smaller amount captures only that amount at the provider."""
     payment = authorized(provider, amount="250.00")
     client.force_login(admin_user)
 
-    response = client.post(action_url("capture", payment), {"amount": "100.00"})
+    response = ask(client, action_url("capture", payment), {"amount": "100.00"})
 
-    assert response.status_code == 302
+    asked_then_done(client, response, run_queued)
     payment.refresh_from_db()
     assert (payment.status, payment.captured_amount) == (PaymentStatus.APPROVED, Decimal("100.00"))
     assert provider.payment(payment.provider_id)["captured_amount"] == Decimal("100.00")
@@ -134,7 +140,7 @@ def test_capture_form_refuses_bad_amounts_without_calling_the_provider(
     calls = count_calls(provider)
     client.force_login(admin_user)
 
-    response = client.post(action_url("capture", payment), {"amount": amount})
+    response = ask(client, action_url("capture", payment), {"amount": amount})
 
     assert response.status_code == 200
     error_code, error_text = amount_error(response)
@@ -155,7 +161,7 @@ def test_capture_form_refuses_bad_amounts_without_calling_the_provider(
 
 
 def test_cancel_asks_for_confirmation_then_cancels(
-    provider: Api, client: Client, admin_user: Any
+    provider: Api, client: Client, admin_user: Any, run_queued: Any
 ) -> None:
     """GET shows a confirmation page and changes nothing; POST cancels at the provider."""
     payment = authorized(provider)
@@ -169,9 +175,9 @@ def test_cancel_asks_for_confirmation_then_cancels(
     assert calls() == 0
     assert snapshot(payment)[0] == PaymentStatus.AUTHORIZED
 
-    response = client.post(action_url("cancel", payment))
+    response = ask(client, action_url("cancel", payment))
 
-    assert response.status_code == 302
+    asked_then_done(client, response, run_queued)
     payment.refresh_from_db()
     assert payment.status == PaymentStatus.CANCELLED
     assert provider.payment(payment.provider_id)["status"] == "cancelled"
@@ -186,7 +192,7 @@ def test_cancel_asks_for_confirmation_then_cancels(
 
 
 def test_refund_a_partial_amount_with_a_reason(
-    provider: Api, client: Client, admin_user: Any
+    provider: Api, client: Client, admin_user: Any, run_queued: Any
 ) -> None:
     """The refund form takes an amount and a reason; the refund is made and recorded."""
     payment = approved(provider, amount="300.00")
@@ -196,11 +202,11 @@ def test_refund_a_partial_amount_with_a_reason(
     assert page.status_code == 200
     assert 'name="reason"' in page.content.decode()
 
-    response = client.post(
-        action_url("refund", payment), {"amount": "120.00", "reason": "Llegó rota"}
+    response = ask(
+        client, action_url("refund", payment), {"amount": "120.00", "reason": "Llegó rota"}
     )
 
-    assert response.status_code == 302
+    asked_then_done(client, response, run_queued)
     payment.refresh_from_db()
     assert payment.refunded_amount == Decimal("120.00")
     assert payment.status == PaymentStatus.APPROVED
@@ -230,7 +236,7 @@ def test_refund_form_refuses_more_than_is_left_to_refund(
     page = client.get(action_url("refund", payment))
     prefilled = re.search(r'name="amount" value="([^"]*)"', page.content.decode())
     assert prefilled and Decimal(prefilled.group(1)) == Decimal("200.00")
-    response = client.post(action_url("refund", payment), {"amount": "200.01", "reason": ""})
+    response = ask(client, action_url("refund", payment), {"amount": "200.01", "reason": ""})
 
     assert response.status_code == 200
     assert amount_error(response)[1] == "The amount cannot be more than $200.00."
@@ -259,7 +265,9 @@ def test_refresh_asks_first(provider: Api, client: Client, admin_user: Any) -> N
     assert calls() == 0
 
 
-def test_refresh_applies_the_provider_state(provider: Api, client: Client, admin_user: Any) -> None:
+def test_refresh_applies_the_provider_state(
+    provider: Api, client: Client, admin_user: Any, run_queued: Any
+) -> None:
     """POST refresh fetches the payment and applies what changed at the provider."""
     payment = authorized(provider, amount="250.00")
     captured = provider.patch(
@@ -270,9 +278,9 @@ def test_refresh_applies_the_provider_state(provider: Api, client: Client, admin
     assert captured.status_code == 200, captured.text
     client.force_login(admin_user)
 
-    response = client.post(action_url("refresh", payment))
+    response = ask(client, action_url("refresh", payment))
 
-    assert response.status_code == 302
+    asked_then_done(client, response, run_queued)
     payment.refresh_from_db()
     assert (payment.status, payment.captured_amount) == (PaymentStatus.APPROVED, Decimal("250.00"))
     event = payment.events.get(kind=PaymentEventKind.SYNCED)
@@ -299,6 +307,7 @@ def test_a_provider_error_shows_a_message_and_changes_nothing(
     path: str,
     method: str,
     data: dict[str, str],
+    run_queued: Any,
 ) -> None:
     """A 500 from the provider to every attempt: the action is sent 1 + 3 times with its key,
     then an error message that it was not confirmed (never that it was refused or not made),
@@ -309,11 +318,11 @@ def test_a_provider_error_shows_a_message_and_changes_nothing(
     hits = inject_fault(provider, path, method, 500)
     client.force_login(admin_user)
 
-    response = client.post(action_url(action, payment), data)
+    response = ask(client, action_url(action, payment), data)
 
-    assert response.status_code == 302
+    page = asked_then_done(client, response, run_queued)
     assert hits() == 4
-    shown = messages_of(response)
+    shown = messages_of(page)
     assert [level for level, _ in shown] == ["error"]
     noun = {"capture": "the capture", "cancel": "the cancellation", "refund": "the refund"}[action]
     assert shown[0][1].startswith(f"The payment service did not confirm {noun}. "), shown

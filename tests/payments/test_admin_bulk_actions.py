@@ -1,5 +1,6 @@
 """The payments admin's bulk actions (capture, cancel and refresh the selected payments): a
-message for each row, and only the actions the staff member may run."""
+message for each row (a refusal at once, an outcome once its task ran), and only the actions the
+staff member may run."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tests.payments.admin_support import (
     VIEW_PAYMENTS,
     action_choices,
     approved,
+    ask,
     authorized,
     count_calls,
     log_entries,
@@ -30,13 +32,24 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 
 
 def _bulk(client: Client, action: str, *payments: Payment) -> Any:
-    return client.post(
+    return ask(
+        client,
         reverse(CHANGELIST),
         {"action": action, "index": "0", "_selected_action": [p.pk for p in payments]},
     )
 
 
-def test_bulk_capture_reports_each_row(provider: Api, client: Client, admin_user: Any) -> None:
+def _done(client: Client, response: Any, run_queued: Any) -> list[tuple[str, str]]:
+    """What the list says once the queued tasks ran: the refusals said at once, and each
+    outcome."""
+    assert response.status_code == 302
+    run_queued()
+    return messages_of(client.get(reverse(CHANGELIST)))
+
+
+def test_bulk_capture_reports_each_row(
+    provider: Api, client: Client, admin_user: Any, run_queued: Any
+) -> None:
     """capture_selected: one success and one failure message, one per selected payment."""
     good = authorized(provider)
     bad = approved(provider)
@@ -45,7 +58,7 @@ def test_bulk_capture_reports_each_row(provider: Api, client: Client, admin_user
     response = _bulk(client, "capture_selected", good, bad)
 
     assert response.status_code == 302
-    shown = messages_of(response)
+    shown = _done(client, response, run_queued)
     assert ("success", f"{good.external_reference}: captured.") in shown
     errors = [text for level, text in shown if level == "error"]
     assert len(errors) == 1
@@ -58,7 +71,9 @@ def test_bulk_capture_reports_each_row(provider: Api, client: Client, admin_user
     assert not log_entries(bad).exists()
 
 
-def test_bulk_cancel_reports_each_row(provider: Api, client: Client, admin_user: Any) -> None:
+def test_bulk_cancel_reports_each_row(
+    provider: Api, client: Client, admin_user: Any, run_queued: Any
+) -> None:
     """cancel_selected: the authorization is cancelled; the captured payment is refused."""
     good = authorized(provider)
     bad = approved(provider)
@@ -66,7 +81,7 @@ def test_bulk_cancel_reports_each_row(provider: Api, client: Client, admin_user:
 
     response = _bulk(client, "cancel_selected", good, bad)
 
-    shown = messages_of(response)
+    shown = _done(client, response, run_queued)
     assert ("success", f"{good.external_reference}: cancelled.") in shown
     errors = [text for level, text in shown if level == "error"]
     assert len(errors) == 1 and errors[0].startswith(f"{bad.external_reference}: ")
@@ -77,7 +92,9 @@ def test_bulk_cancel_reports_each_row(provider: Api, client: Client, admin_user:
     assert log_entries(good).get().user == admin_user
 
 
-def test_bulk_refresh_reports_each_row(provider: Api, client: Client, admin_user: Any) -> None:
+def test_bulk_refresh_reports_each_row(
+    provider: Api, client: Client, admin_user: Any, run_queued: Any
+) -> None:
     """refresh_selected: a payment known to the provider refreshes; one without an id fails."""
     good = authorized(provider)
     bad = stored_payment("ORD-NOID01", status=PaymentStatus.FAILED, provider_id=None)
@@ -85,7 +102,7 @@ def test_bulk_refresh_reports_each_row(provider: Api, client: Client, admin_user
 
     response = _bulk(client, "refresh_selected", good, bad)
 
-    shown = messages_of(response)
+    shown = _done(client, response, run_queued)
     assert ("success", f"{good.external_reference}: refreshed.") in shown
     errors = [text for level, text in shown if level == "error"]
     assert len(errors) == 1 and errors[0].startswith("ORD-NOID01: ")

@@ -20,6 +20,8 @@ from tests.payments.admin_support import (
     VIEW_PAYMENTS,
     action_url,
     approved,
+    ask,
+    asked_then_done,
     authorized,
     change_url,
     count_calls,
@@ -58,7 +60,7 @@ def test_staff_without_the_action_permission_get_403(
 
 @pytest.mark.parametrize("action", ["capture", "cancel", "refund"])
 def test_a_user_with_only_the_action_permission_can_do_it(
-    provider: Api, client: Client, make_staff: Callable[..., Any], action: str
+    provider: Api, client: Client, make_staff: Callable[..., Any], action: str, run_queued: Any
 ) -> None:
     """A staff user holding only the action's permission can open the form and run it."""
     payment = approved(provider) if action == "refund" else authorized(provider)
@@ -66,9 +68,9 @@ def test_a_user_with_only_the_action_permission_can_do_it(
     client.force_login(user)
 
     assert client.get(action_url(action, payment)).status_code == 200
-    response = client.post(action_url(action, payment), {"amount": "50.00", "reason": "x"})
+    response = ask(client, action_url(action, payment), {"amount": "50.00", "reason": "x"})
 
-    assert response.status_code == 302
+    asked_then_done(client, response, run_queued)
     payment.refresh_from_db()
     expected = {
         "capture": (PaymentStatus.APPROVED, Decimal("50.00"), Decimal("0")),
@@ -100,7 +102,7 @@ def test_anonymous_and_non_staff_are_sent_to_login(
     assert snapshot(payment)[0] == PaymentStatus.AUTHORIZED
 
 
-def test_csrf_token_is_required_on_actions(provider: Api, admin_user: Any) -> None:
+def test_csrf_token_is_required_on_actions(provider: Api, admin_user: Any, run_queued: Any) -> None:
     """With CSRF checks on: POST without the token is 403; with the form's token it captures."""
     payment = authorized(provider)
     calls = count_calls(provider, "/payments", "PATCH")
@@ -116,11 +118,12 @@ def test_csrf_token_is_required_on_actions(provider: Api, admin_user: Any) -> No
     assert calls() == 0
     assert snapshot(payment)[0] == PaymentStatus.AUTHORIZED
 
-    response = browser.post(
-        action_url("capture", payment), {"amount": "250.00", "csrfmiddlewaretoken": token}
+    response = ask(
+        browser, action_url("capture", payment), {"amount": "250.00", "csrfmiddlewaretoken": token}
     )
 
     assert response.status_code == 302
+    assert run_queued() == ["payments.tasks.staff_action_run_task"]
     assert calls() == 1
     assert snapshot(payment)[0] == PaymentStatus.APPROVED
 

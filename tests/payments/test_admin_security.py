@@ -193,7 +193,10 @@ def offered(response: Any) -> set[str]:
 
 
 def test_refresh_needs_the_refresh_permission(
-    make_staff: Callable[..., Any], calls: list[tuple[str, str]]
+    make_staff: Callable[..., Any],
+    calls: list[tuple[str, str]],
+    run_queued: Any,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     """Given staff holding capture, cancel and refund (or only view) but not refresh_payment,
     when they POST the refresh URL, then it is 403 and nothing is fetched; staff with
@@ -219,9 +222,12 @@ def test_refresh_needs_the_refresh_permission(
     assert rows(payment) == before
 
     reader = logged_in(make_staff("reader", "payments.view_payment", "payments.refresh_payment"))
-    allowed = reader.post(action_url("refresh", payment.pk))
+    with django_capture_on_commit_callbacks(execute=True):
+        allowed = reader.post(action_url("refresh", payment.pk))
 
     assert allowed.status_code == 302
+    assert calls == []  # asked: its task reads the provider
+    assert run_queued() == ["payments.tasks.staff_action_run_task"]
     assert calls == [("GET", f"/payments/{payment.provider_id}")]
 
 
@@ -294,7 +300,10 @@ def test_bulk_actions_without_the_view_permission_are_403(
 
 
 def test_refresh_selected_is_what_the_refresh_permission_permits(
-    make_staff: Callable[..., Any], calls: list[tuple[str, str]]
+    make_staff: Callable[..., Any],
+    calls: list[tuple[str, str]],
+    run_queued: Any,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     """Given staff who may view and refresh payments, when they run refresh_selected, then it
     is run (a refresh only reads the provider), while capture_selected posted by them calls
@@ -306,9 +315,11 @@ def test_refresh_selected_is_what_the_refresh_permission_permits(
     assert capture.status_code == 302
     assert calls == []
 
-    refresh = bulk(client, reverse(CHANGELIST), "refresh_selected", payment)
+    with django_capture_on_commit_callbacks(execute=True):
+        refresh = bulk(client, reverse(CHANGELIST), "refresh_selected", payment)
 
     assert refresh.status_code == 302
+    assert run_queued() == ["payments.tasks.staff_action_run_task"]
     assert calls == [("GET", f"/payments/{payment.provider_id}")]
 
 

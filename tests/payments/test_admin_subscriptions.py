@@ -1,5 +1,6 @@
 """Subscriptions in the admin, on the live sandbox's seeded ones: the list, cancelling after a
-confirmation, importing by id, each behind its permission and the CSRF token."""
+confirmation, importing by id, each behind its permission and the CSRF token. Cancelling and
+importing are done by a task (run here as a worker would); the list says the outcome."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from django.utils.html import escape
 
 from payments.calls import subscription_sync
 from payments.models import Subscription
-from tests.payments.admin_support import action_choices, count_calls, log_entries, messages_of
+from tests.payments.admin_support import (
+    action_choices,
+    ask,
+    count_calls,
+    log_entries,
+    messages_of,
+)
 from tests.support import Api
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
@@ -54,7 +61,11 @@ def test_subscription_list(admin_client: Client, subscriptions: list[Subscriptio
 
 
 def test_subscription_cancel_confirms_then_cancels(
-    provider: Api, client: Client, admin_user: Any, subscriptions: list[Subscription]
+    provider: Api,
+    client: Client,
+    admin_user: Any,
+    subscriptions: list[Subscription],
+    run_queued: Any,
 ) -> None:
     """The Cancel action first shows a confirmation page; confirmed=yes cancels (PUT)."""
     maria = subscriptions[0]
@@ -73,14 +84,16 @@ def test_subscription_cancel_confirms_then_cancels(
     assert maria.status == "active"
 
     confirmed = {"action": "cancel_selected", "confirmed": "yes", "_selected_action": [maria.pk]}
-    response = client.post(reverse(SUBSCRIPTIONS), confirmed)
+    response = ask(client, reverse(SUBSCRIPTIONS), confirmed)
 
     assert response.status_code == 302
+    assert puts() == 0  # asked: its task calls the provider
+    assert run_queued() == ["payments.tasks.staff_action_run_task"]
     assert puts() == 1
     assert _remote_subscription(provider, SEED_MARIA)["status"] == "inactive"
     maria.refresh_from_db()
     assert maria.status == "inactive"
-    assert ("success", f"{SEED_MARIA}: cancelled.") in messages_of(response)
+    assert ("success", f"{SEED_MARIA}: cancelled.") in messages_of(client.get(response.url))
     entry = log_entries(maria).get()
     assert (entry.user, entry.action_flag) == (admin_user, CHANGE)
     assert _remote_subscription(provider, SEED_JORGE)["status"] == "active"
@@ -99,7 +112,7 @@ def _form_fields(html: str) -> dict[str, list[str]]:
 
 
 def test_subscription_cancel_confirmation_works_with_csrf_checks(
-    provider: Api, admin_user: Any, subscriptions: list[Subscription]
+    provider: Api, admin_user: Any, subscriptions: list[Subscription], run_queued: Any
 ) -> None:
     """With CSRF checks, the confirmation page's own form cancels the selection; no token: 403."""
     maria = subscriptions[0]
@@ -123,15 +136,18 @@ def test_subscription_cancel_confirmation_works_with_csrf_checks(
     assert browser.post(url, without_token).status_code == 403
     assert _remote_subscription(provider, SEED_MARIA)["status"] == "active"
 
-    response = browser.post(url, fields)
+    response = ask(browser, url, fields)
 
     assert response.status_code == 302
+    run_queued()
     assert _remote_subscription(provider, SEED_MARIA)["status"] == "inactive"
     assert _remote_subscription(provider, SEED_JORGE)["status"] == "active"
     assert log_entries(maria).get().user == admin_user
 
 
-def test_subscription_import_needs_the_csrf_token(provider: Api, admin_user: Any) -> None:
+def test_subscription_import_needs_the_csrf_token(
+    provider: Api, admin_user: Any, run_queued: Any
+) -> None:
     """Import by id through a CSRF-checking client: 403 without the token, imports with it."""
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(admin_user)
@@ -142,9 +158,10 @@ def test_subscription_import_needs_the_csrf_token(provider: Api, admin_user: Any
     assert browser.post(url, {"provider_id": SEED_MARIA}).status_code == 403
     assert not Subscription.objects.exists()
 
-    response = browser.post(url, {"provider_id": SEED_MARIA, "csrfmiddlewaretoken": token})
+    response = ask(browser, url, {"provider_id": SEED_MARIA, "csrfmiddlewaretoken": token})
 
     assert response.status_code == 302
+    run_queued()
     assert Subscription.objects.filter(provider_id=SEED_MARIA).exists()
 
 
@@ -175,22 +192,29 @@ def test_subscription_cancel_needs_its_permission(
     assert not log_entries(maria).exists()
 
 
-def test_subscription_import_by_id(provider: Api, client: Client, admin_user: Any) -> None:
-    """Importing a seeded id stores the subscription, logs an addition and opens its page."""
+def test_subscription_import_by_id(
+    provider: Api, client: Client, admin_user: Any, run_queued: Any
+) -> None:
+    """Importing a seeded id: back to the list at once, which says the import is in progress;
+    once its task ran, the subscription is stored, an addition logged, and the list says so."""
     client.force_login(admin_user)
     url = reverse("admin:payments_subscription_import")
 
     assert client.get(url).status_code == 200
-    response = client.post(url, {"provider_id": SEED_MARIA})
+    response = ask(client, url, {"provider_id": SEED_MARIA})
 
-    subscription = Subscription.objects.get(provider_id=SEED_MARIA)
     assert response.status_code == 302
-    assert response.url == reverse("admin:payments_subscription_change", args=[subscription.pk])
+    assert response.url == reverse(SUBSCRIPTIONS)
+    assert "in progress" in client.get(response.url).content.decode()
+    assert not Subscription.objects.exists()
+    run_queued()
+    subscription = Subscription.objects.get(provider_id=SEED_MARIA)
     assert subscription.price_id == "price_cafe_mensual"
     assert subscription.customer_email == "maria@example.com"
     assert subscription.status == "active"
     entry = log_entries(subscription).get()
     assert (entry.user, entry.action_flag) == (admin_user, ADDITION)
+    assert ("success", f"Imported {subscription}.") in messages_of(client.get(response.url))
 
 
 @pytest.mark.parametrize(
@@ -202,19 +226,24 @@ def test_subscription_import_by_id(provider: Api, client: Client, admin_user: An
     ids=["invalid", "unknown"],
 )
 def test_subscription_import_form_errors(
-    provider: Api, client: Client, admin_user: Any, value: str, message: str | None
+    provider: Api, client: Client, admin_user: Any, value: str, message: str | None, run_queued: Any
 ) -> None:
-    """An invalid or unknown id re-renders the import form with an error; nothing stored."""
+    """An invalid id re-renders the import form with an error; an unknown one is said as the
+    outcome of the import. Nothing is stored or logged."""
     client.force_login(admin_user)
 
-    response = client.post(reverse("admin:payments_subscription_import"), {"provider_id": value})
+    response = ask(client, reverse("admin:payments_subscription_import"), {"provider_id": value})
 
-    assert response.status_code == 200
-    errors = response.context["form"].errors["provider_id"]
-    assert errors
-    if message:
-        assert errors == [message]
-    assert escape(errors[0]) in response.content.decode()
+    if message is None:
+        assert response.status_code == 200
+        errors = response.context["form"].errors["provider_id"]
+        assert errors
+        assert escape(errors[0]) in response.content.decode()
+        assert run_queued() == []
+    else:
+        assert response.status_code == 302
+        run_queued()
+        assert ("error", message) in messages_of(client.get(response.url))
     assert not Subscription.objects.exists()
     assert not LogEntry.objects.exists()
 
