@@ -2,10 +2,9 @@
 given its payments (the only way an order moves), the payment page, duplicate charges, mail."""
 
 from checkout.selectors import order_payments
-from checkout.services.duplicate_charges import charges_held, order_release_duplicates
 from checkout.services.mail import order_mail_send, orders_list_send, queue_order_mails
 from checkout.services.mails_due import order_mails_due
-from checkout.services.order_status import PAID_STATUSES, derive_order_status
+from checkout.services.order_status import PAID_STATUSES, charges_held, derive_order_status
 from checkout.services.orders import (
     CheckoutError,
     order_as_paid_now,
@@ -32,7 +31,6 @@ __all__ = [
     "order_mails_due",
     "order_pay",
     "order_payments",
-    "order_release_duplicates",
     "order_sync_status",
     "orders_list_send",
     "outcome_of",

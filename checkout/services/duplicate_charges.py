@@ -1,4 +1,5 @@
-"""An order is paid once: a second charge that went through is given back."""
+"""An order is paid once: a second charge that went through is given back (by the provider: a
+task's work, which no web request imports)."""
 
 from __future__ import annotations
 
@@ -7,29 +8,17 @@ import logging
 from checkout.ledger import RETURNED_AFTER_CANCELLATION, RETURNED_AFTER_EXPIRY
 from checkout.models import Order, OrderEventKind, OrderStatus
 from checkout.selectors import order_payments
-from checkout.services.order_status import CLOSED_STATUSES
+from checkout.services.order_status import CLOSED_STATUSES, charges_held
 from checkout.services.stock import record
 from payments import calls
 from payments.errors import PaymentError, PaymentInProgress, ProviderDown
-from payments.models import Payment, PaymentStatus
+from payments.models import PaymentStatus
 
 logger = logging.getLogger(__name__)
 
 
 class ReleasePending(Exception):
     """A second charge of an order is still held: its release is to be tried again."""
-
-
-def charges_held(attempts: list[Payment]) -> list[Payment]:
-    """The attempts holding or having taken the shopper's money, the one to keep first."""
-    held = [p for p in attempts if p.status in (PaymentStatus.APPROVED, PaymentStatus.AUTHORIZED)]
-
-    def first_to_pay(payment: Payment) -> tuple[bool, str]:
-        # The provider's approval time, else when it was held.
-        when = payment.approved_at or payment.authorized_at or payment.created_at
-        return payment.status != PaymentStatus.APPROVED, when.isoformat()
-
-    return sorted(held, key=first_to_pay)
 
 
 def order_release_duplicates(*, reference: str) -> int:

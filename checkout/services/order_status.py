@@ -49,3 +49,15 @@ def status_given(order: Order, attempts: list[Payment]) -> str:
     if order.status == OrderStatus.CANCELLED and new in PAYABLE_STATUSES:
         return OrderStatus.CANCELLED
     return new
+
+
+def charges_held(attempts: list[Payment]) -> list[Payment]:
+    """The attempts holding or having taken the shopper's money, the one to keep first."""
+    held = [p for p in attempts if p.status in (PaymentStatus.APPROVED, PaymentStatus.AUTHORIZED)]
+
+    def first_to_pay(payment: Payment) -> tuple[bool, str]:
+        # The provider's approval time, else when it was held.
+        when = payment.approved_at or payment.authorized_at or payment.created_at
+        return payment.status != PaymentStatus.APPROVED, when.isoformat()
+
+    return sorted(held, key=first_to_pay)

@@ -24,11 +24,11 @@ from checkout.models import (
 )
 from checkout.queue import RELEASE_DUPLICATES_TASK, queue_on_commit
 from checkout.selectors import order_payments
-from checkout.services.duplicate_charges import charges_held
 from checkout.services.mail import queue_order_mails
 from checkout.services.order_status import (
     CLOSED_STATUSES,
     PAID_STATUSES,
+    charges_held,
     derive_order_status,
     status_given,
 )
