@@ -5,7 +5,8 @@ live sandbox of its own.
 1. 1,000 payments stored and sent as the shop's create task does (half manual-capture
    authorizations, half approvals), then at the sandbox, behind the shop's back: a third of the
    authorizations captured and a third cancelled, a quarter of the approvals refunded in full
-   and a quarter in part. Also 600 more authorizations, captured at the sandbox, for the calm traffic.
+   and a quarter in part. Also 600 more authorizations, captured at the sandbox, for the calm
+   traffic.
 2. Baseline: 10,000 no-op tasks through the same worker, before and after the storm.
 3. Storm: 10 notifications per payment (an INSERT, nine UPDATEs), shuffled, posted by wrk over
    8 connections as fast as they are answered. Drain: from the first POST until every event is
