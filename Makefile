@@ -53,9 +53,10 @@ test: install $(NODE_STAMP)
 lint: install
 	$(BIN)/ruff check .
 
-## Webhook benchmarks (bench/README.md): the receiver beside three others, then the storm and
-## calm traffic. Needs PostgreSQL and Redis; a database and a Redis db of their own (emptied).
-## Options: BENCH_ARGS (both, e.g. --strict), BENCH_RECEIVER_ARGS, BENCH_STORM_ARGS.
+## Benchmarks (bench/README.md): the webhook receiver beside three others, the storm and calm
+## traffic, then a provider brownout. Needs PostgreSQL and Redis; a database and a Redis db of
+## their own (emptied). Options: BENCH_ARGS (all, e.g. --strict), BENCH_RECEIVER_ARGS,
+## BENCH_STORM_ARGS, BENCH_BROWNOUT_ARGS.
 bench: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/shop_bench
 bench: export REDIS_URL ?= redis://127.0.0.1:6379/6
 bench: install
@@ -64,6 +65,7 @@ bench: install
 	status=0; \
 	$(BIN)/python -m bench.receiver $(BENCH_ARGS) $(BENCH_RECEIVER_ARGS) || status=$$?; \
 	$(BIN)/python -m bench.storm $(BENCH_ARGS) $(BENCH_STORM_ARGS) || status=$$?; \
+	$(BIN)/python -m bench.brownout $(BENCH_ARGS) $(BENCH_BROWNOUT_ARGS) || status=$$?; \
 	exit $$status
 
 clean:

@@ -1,6 +1,6 @@
 """What the benchmarks share: their environment, the processes they start (the shop under
-gunicorn as `config/gunicorn.py` ships it, the Celery worker as docs/deployment.md runs it, the
-sandbox), wrk, and small reporting helpers.
+gunicorn as `config/gunicorn.py` ships it, the Celery worker as docs/deployment.md runs it or the
+Procfile's three queue workers and beat, the sandbox), wrk, and small reporting helpers.
 
 They use a database and a Redis database of their own, emptied by the runs: by default
 postgres://postgres@127.0.0.1:5432/shop_bench and redis://127.0.0.1:6379/6.
@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import shlex
 import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from subprocess import Popen
 from urllib.parse import urlsplit, urlunsplit
@@ -28,6 +30,10 @@ WEB = ["gunicorn", "-c", "config/gunicorn.py", "config.wsgi"]
 WORKER = ["celery", "-A", "config", "worker", "--loglevel=INFO", "--pool=threads"]
 WORKER_CONCURRENCY = "8"  # docs/deployment.md
 SECRET = ("pk_sandbox_demo", "sk_sandbox_demo")  # the sandbox's demo keys
+# A run empties its database: its name must say that it is a benchmark's.
+SCRATCH_NAMES = ("bench", "brownout")
+# The Procfile's Celery processes, in the order they are started: one worker a queue, and beat.
+PROCFILE_CELERY = ("writes", "reads", "worker", "beat")
 
 
 def setup_django() -> None:
@@ -38,8 +44,12 @@ def setup_django() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))
     os.environ.setdefault("LOG_FORMAT", "text")
     LOG_DIR.mkdir(parents=True, exist_ok=True)
-    if "bench" not in database_name(os.environ["DATABASE_URL"]):
-        sys.exit("The benchmarks empty their database's tables: its name must contain 'bench'.")
+    if not any(word in database_name(os.environ["DATABASE_URL"]) for word in SCRATCH_NAMES):
+        sys.exit(
+            "The benchmarks empty their database's tables: its name must contain "
+            + " or ".join(f"'{word}'" for word in SCRATCH_NAMES)
+            + "."
+        )
     sys.path.insert(0, str(ROOT))
     import django
     from django.core.management import call_command
@@ -80,6 +90,21 @@ def purge_queue() -> None:
     from config.celery import app
 
     app.control.purge()
+
+
+def flush_redis() -> None:
+    """Empty the benchmark's Redis database: the broker's queues, the cache, the rate limits."""
+    import redis
+
+    redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
+
+
+def queued(names: Sequence[str]) -> int:
+    """How many messages wait in the broker's queues `names` (not those a worker holds)."""
+    import redis
+
+    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    return sum(int(client.llen(name)) for name in names)
 
 
 # --- Processes ------------------------------------------------------------------------------
@@ -146,9 +171,50 @@ def worker() -> Iterator[Path]:
         yield log
 
 
+def procfile_command(name: str, **values: str) -> list[str]:
+    """The Procfile's command `name`, without its keep-running wrapper, run by this Python, with
+    `${VAR:-default}` read from `values`, else from the environment."""
+    lines = (ROOT / "Procfile").read_text().splitlines()
+    line = next(x for x in lines if x.startswith(f"{name}:")).split(":", 1)[1]
+    line = re.sub(
+        r"\$\{(\w+):-([^}]*)\}", lambda m: values.get(m[1]) or os.environ.get(m[1]) or m[2], line
+    ).replace("bin/keep-running ", "")
+    command = shlex.split(line)
+    return [sys.executable, "-m", *command] if command[0] == "celery" else command
+
+
 @contextmanager
-def sandbox(port: int, database_url: str) -> Iterator[str]:
-    """The provider's sandbox on a fresh database, with the demo keys; its base URL."""
+def celery_processes(names: Sequence[str] = PROCFILE_CELERY) -> Iterator[dict[str, Path]]:
+    """The Procfile's Celery workers (one a queue: provider writes, provider reads, the shop's
+    own) and beat, as `make demo` and docs/deployment.md run them; their logs by name."""
+    env = {"SHOP_VAR_DIR": str(LOG_DIR)}  # beat's schedule file
+    for schedule in LOG_DIR.glob("celerybeat-schedule*"):
+        schedule.unlink()
+    with ExitStack() as stack:
+        logs = {
+            name: stack.enter_context(process(f"celery-{name}", procfile_command(name, **env), env))
+            for name in names
+        }
+        deadline = time.monotonic() + 60
+        for name, log in logs.items():
+            ready = "beat: Starting" if name == "beat" else " ready."
+            while ready not in log.read_text(errors="replace"):
+                if time.monotonic() > deadline:
+                    sys.exit(f"celery {name} did not start; see {log}")
+                time.sleep(0.2)
+        yield logs
+
+
+def celery_described(names: Sequence[str] = PROCFILE_CELERY) -> str:
+    """The Celery commands as run (`python -m` left out)."""
+    values = {"SHOP_VAR_DIR": str(LOG_DIR.relative_to(ROOT))}
+    return "; ".join(" ".join(procfile_command(name, **values)[2:]) for name in names)
+
+
+@contextmanager
+def sandbox(port: int, database_url: str, threads: int = 8) -> Iterator[str]:
+    """The provider's sandbox on a fresh database, with the demo keys, serving `threads`
+    requests at once; its base URL."""
     env = {
         "SANDBOX_DATABASE_URL": database_url,
         "SANDBOX_PUBLIC_KEY": SECRET[0],
@@ -157,32 +223,43 @@ def sandbox(port: int, database_url: str) -> Iterator[str]:
         "SANDBOX_LOG_LEVEL": "WARNING",
     }
     command = [sys.executable, "-m", "sandbox.manage", "runsandbox", "--port", str(port)]
+    command += ["--threads", str(threads)]
     with process("sandbox", command, env) as log:
         url = f"http://127.0.0.1:{port}"
         wait_until_up(f"{url}/healthz", log, timeout=120)
         yield url
 
 
-def described() -> str:
+def web_described() -> str:
     from config import gunicorn
 
     return (
         f"web: {' '.join(WEB)} ({gunicorn.workers} workers x {gunicorn.threads} threads,"
-        f" max_requests {gunicorn.max_requests}); worker: {' '.join(WORKER)}"
-        f" --concurrency={WORKER_CONCURRENCY}"
+        f" max_requests {gunicorn.max_requests})"
     )
+
+
+def described() -> str:
+    return f"{web_described()}; worker: {' '.join(WORKER)} --concurrency={WORKER_CONCURRENCY}"
 
 
 # --- wrk --------------------------------------------------------------------------------------
 
 
 def wrk_start(
-    url: str, script: str, seconds: float, connections: int, *args: str, threads: int = 2
+    url: str,
+    script: str,
+    seconds: float,
+    connections: int,
+    *args: str,
+    threads: int = 2,
+    timeout: int = 10,
 ) -> Popen:
     """Start wrk with a script of bench/ that prints `BENCH {json}` (posting a file takes one
-    thread a connection: `threads=connections`)."""
+    thread a connection: `threads=connections`); a request not answered within `timeout`
+    seconds is counted an error (a timeout), and its latency is not recorded."""
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{round(seconds)}s"]
-    command += ["--timeout", "10s", "-s", str(ROOT / "bench" / script), url, "--", *args]
+    command += ["--timeout", f"{timeout}s", "-s", str(ROOT / "bench" / script), url, "--", *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
