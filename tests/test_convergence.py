@@ -67,6 +67,7 @@ FAST = {
     "SHOP_PAY_ATTEMPTS_PER_ADDRESS": "1000/m",
     "SHOP_PAY_ATTEMPTS_PER_SESSION": "1000/m",
     "SHOP_STATUS_CHECKS_PER_SESSION": "1000/m",
+    "PAYMENTS_SEND_SWEEP_EVERY": "3",
 }
 
 
@@ -185,8 +186,10 @@ class Shopper(soak.Shopper):
         self.provider = provider
 
     def pay(self, reference: str, number: str) -> dict[str, Any]:
-        answer = self.attempt(reference, self.provider.card_token(number, cvv="123")["id"])
-        assert answer.status_code in (200, 409), answer.text
+        """The outcome once the create was sent (it may be unknown: its answer lost)."""
+        token = self.provider.card_token(number, cvv="123")["id"]
+        answer = super().pay(reference, token, follow=("processing",))
+        assert answer.status_code in (200, 202, 409), answer.text
         return answer.json()
 
 
@@ -306,3 +309,50 @@ def test_every_order_ends_right_after_faults_with_no_human_step(
     print(f"\nconverged {took:.0f} s after the last fault; workers started again: {shop.restarts}")
     # And the order paid with the provider's own failure (0119) was not: it can be paid again
     assert Order.objects.get(reference=references[8]).status != OrderStatus.PAID
+
+
+def test_a_shopper_paying_while_redis_is_down_is_paid_once_it_is_back(
+    processes: Processes, provider: Api, playwright_browser: Any
+) -> None:
+    """Given the payment page open, when Redis goes away and the shopper presses Pay, the
+    attempt is stored and answered at once (counted per order in the database) and the page
+    keeps saying it is processing, nothing sent; once Redis is back, beat's sweep queues the
+    create and the page lands on the order, paid once."""
+    from playwright.sync_api import expect
+
+    from payments.models import Payment, PaymentStatus
+    from tests.e2e.shopper import PRODUCT, expect_paid_order_page
+    from tests.e2e.shopper import Shopper as BrowserShopper
+    from tests.e2e.support import Shop
+
+    shop = processes
+    ProductFactory(
+        slug=PRODUCT, name="Taza de Talavera", price=Decimal("289.00"), stock=10, active=True,
+        image="img/products/taza-talavera.svg",
+    )  # fmt: skip
+    context = playwright_browser.new_context(locale="es-MX")
+    page = context.new_page()
+    try:
+        shopper = BrowserShopper(page, Shop(url=shop.url, api=provider))
+        shopper.reach_payment_page()
+        shopper.type_card(VISA)
+        shop.redis.close()
+
+        shopper.pay()
+
+        expect(page.locator("#pay-status")).to_have_text("Procesando tu pago…")
+        (stored,) = shopper.payments()
+        assert stored.status == PaymentStatus.CREATING and stored.create_request
+        time.sleep(3)  # a sweep's worth: nothing can be queued, nothing is sent
+        assert shopper.provider_payments() == []
+        expect(page.locator("#pay-status")).to_have_text("Procesando tu pago…")
+        shop.redis.open()
+
+        wait_until(lambda: shop.supervise() or bool(shopper.provider_payments()), timeout=60)
+        expect_paid_order_page(shopper)
+        (paid,) = Payment.objects.filter(external_reference=shopper.reference)
+        assert paid.status == PaymentStatus.APPROVED
+        assert len(shopper.provider_payments()) == 1
+    finally:
+        shop.redis.open()
+        context.close()

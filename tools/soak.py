@@ -121,6 +121,10 @@ class OrderNotPlaced(Exception):
         self.status = status
 
 
+# The outcomes the payment page asks for again until they are known.
+FOLLOW = ("processing", "unknown")
+
+
 class Shopper:
     """A shopper's browser as plain HTTP: the product page, the cart, the order form and the
     JSON pay attempt, with the CSRF token the pages give it."""
@@ -165,6 +169,34 @@ class Shopper:
             timeout=90,
         )
 
+    def outcome(self, reference: str, payment_id: str = "") -> dict[str, Any]:
+        """Where the order's latest attempt (or `payment_id`) stands, as the page asks it."""
+        return self.http.get(
+            f"{self.shop}/pedidos/{reference}/estado-pago/",
+            params={"payment_id": payment_id} if payment_id else None,
+            timeout=30,
+        ).json()
+
+    def pay(
+        self,
+        reference: str,
+        card_token: str,
+        *,
+        wait: float = 120,
+        follow: tuple[str, ...] = FOLLOW,
+    ) -> requests.Response:
+        """One attempt, then (taken: 202) the status asked for as the payment page does while
+        the result is one of `follow`, for up to `wait` seconds; the answer holding the
+        outcome."""
+        answer = self.attempt(reference, card_token)
+        deadline = time.monotonic() + wait
+        while answer.status_code in (200, 202) and answer.json().get("result") in follow:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+            answer = self.http.get(f"{self.shop}/pedidos/{reference}/estado-pago/", timeout=30)
+        return answer
+
 
 def buy(demo: Demo, run: Run, placed: list[str], slug: str, card: str) -> None:
     """A shopper orders one item and pays it (answers a 3-D Secure challenge, passing or failing
@@ -191,7 +223,7 @@ def buy(demo: Demo, run: Run, placed: list[str], slug: str, card: str) -> None:
         json={"card": {"number": card, "exp_month": "12", "exp_year": "2031", "cvv": "123",
                        "holder_name": "LUCIA SOAK"}},
     ).json()["id"]  # fmt: skip
-    answer = shopper.attempt(reference, token)
+    answer = shopper.pay(reference, token)
     if answer.status_code != 200:
         run.attempts_refused[answer.status_code] += 1
         return
@@ -213,10 +245,7 @@ def challenge_outcome(shopper: Shopper, reference: str, payment_id: str) -> str:
     payment stands, and the shop reads the provider while it is pending); undecided after 30 s."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        result = shopper.http.get(
-            f"{shopper.shop}/pedidos/{reference}/estado-pago/", params={"payment_id": payment_id},
-            timeout=30,
-        ).json().get("result")  # fmt: skip
+        result = shopper.outcome(reference, payment_id).get("result")
         if result in ("approved", "authorized"):
             return "passed"
         if result == "rejected":
