@@ -31,7 +31,7 @@ from payments.client import get_client
 from payments.models import Payment
 from payments.types import PaymentMethodEntry
 from tests.html_tree import html
-from tests.shop import place_order, shopper
+from tests.shop import creates_sent_here, place_order, shopper
 from tests.support import INSTALLMENTS_VISA, VISA, Api, free_port
 
 NO_INSTALLMENTS_ES = "Esta tarjeta no tiene meses sin intereses."
@@ -242,16 +242,23 @@ def payment_posts(shop: Api) -> Any:
 def pay(
     browser: Client, order: Order, token: str, installments: Any = None, card_bin: Any = None
 ) -> Any:
+    """One attempt. Taken (202, processing), its create is sent here as its task does, and the
+    answer is the status endpoint's then (what the page polls for); refused, the refusal."""
     body: dict[str, Any] = {"card_token": token, "attempt_id": uuid.uuid4().hex}
     if installments is not None:
         body["installments"] = installments
     if card_bin is not None:
         body["card_bin"] = card_bin
-    return browser.post(
-        reverse("checkout:pay_attempt", args=[order.reference]),
-        json.dumps(body),
-        content_type="application/json",
-    )
+    with creates_sent_here():
+        taken = browser.post(
+            reverse("checkout:pay_attempt", args=[order.reference]),
+            json.dumps(body),
+            content_type="application/json",
+        )
+    if taken.status_code != 202:
+        return taken
+    assert taken.json()["result"] == "processing", taken.json()
+    return browser.get(reverse("checkout:payment_status", args=[order.reference]))
 
 
 @pytest.mark.django_db

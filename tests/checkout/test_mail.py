@@ -28,7 +28,7 @@ from checkout.services.stock import record
 from checkout.tasks import order_mail_send_task, order_mails_sweep_task, orders_list_mail_task
 from payments.models import Payment, PaymentEvent, PaymentEventKind
 from tests.factories import PaymentFactory
-from tests.shop import make_order, place_order, shopper
+from tests.shop import creates_sent_here, make_order, place_order, shopper
 from tests.support import Api, free_port, wait_until
 
 pytestmark = pytest.mark.django_db
@@ -513,13 +513,15 @@ def test_a_partial_shipment_mails_the_amount_charged_and_the_amount_released(
     with django_capture_on_commit_callbacks(execute=True):
         order = place_order(browser, (blusa, 1), (taza, 2))
     body = {"card_token": provider.card_token()["id"], "attempt_id": uuid.uuid4().hex}
-    with django_capture_on_commit_callbacks(execute=True):
-        response = browser.post(
+    with django_capture_on_commit_callbacks(execute=True), creates_sent_here():
+        taken = browser.post(
             reverse("checkout:pay_attempt", args=[order.reference]),
             json.dumps(body),
             content_type="application/json",
         )
-    assert response.json()["result"] == "authorized"
+    assert (taken.status_code, taken.json()["result"]) == (202, "processing")
+    status = browser.get(reverse("checkout:payment_status", args=[order.reference]))
+    assert status.json()["result"] == "authorized"
     run_queued()
     blusa_item = order.items.get(product=blusa)
 

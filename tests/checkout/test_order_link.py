@@ -186,7 +186,12 @@ def test_the_payment_page_of_a_paid_order_sends_to_the_order(mug: Product, statu
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_reload_finds_the_challenge_the_provider_still_has_pending(provider: Api) -> None:
+def test_a_reload_finds_the_challenge_the_provider_still_has_pending(
+    provider: Api, run_queued: Any
+) -> None:
+    """A reload opens again the challenge the shop last heard is pending, and queues a read of
+    the payment: once the read finds the challenge over at the provider, a reload opens
+    nothing."""
     mug = ProductFactory(price=Decimal("289.00"), stock=3)
     client = shopper()
     order = place_order(client, (mug, 1))
@@ -196,8 +201,12 @@ def test_a_reload_finds_the_challenge_the_provider_still_has_pending(provider: A
     assert section.attrs["data-resume-payment"] == pending.payment_id
     assert section.attrs["data-resume-url"] == pending.three_ds_url
 
-    # The provider no longer has it pending (failed): nothing to open again.
+    # The provider no longer has it pending (failed): the page answers from the shop's records
+    # until the queued read has run, then has nothing to open again.
     answer = requests.post(pending.three_ds_url, data={"action": "cancel"}, timeout=10)
     assert answer.status_code == 200
+    section = html(client.get(reverse("checkout:pay", args=[order.reference]))).one(id="payment")
+    assert section.attrs["data-resume-payment"] == pending.payment_id
+    assert "payments.tasks.payment_refresh_task" in run_queued()
     section = html(client.get(reverse("checkout:pay", args=[order.reference]))).one(id="payment")
     assert "data-resume-payment" not in section.attrs

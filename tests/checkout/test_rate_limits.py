@@ -1,7 +1,9 @@
 """Abuse limits of the checkout (checkout/limits.py): card testing is many payment attempts from
 one browser session or one client address. Over either limit the attempt is answered 429 with a
-readable message, before anything reaches the provider or the database. A session's payment
-status checks read the provider up to their own rate, then are answered from the shop's records.
+readable message, before anything is stored or queued for the provider. While the cache is down
+attempts are counted per order in the database instead. Status checks are answered from the
+shop's records; a check of a payment pending 3-D Secure queues a read of it from the provider,
+up to the session's own rate of checks.
 
 Counts live in the real cache (Redis when REDIS_URL is set). The rate limiter's clock is pinned
 (`clock`) so that a window never ends in the middle of a test, and moved on to prove that
@@ -20,11 +22,12 @@ import pytest
 import requests
 from django.test import Client, TestCase
 from django.urls import reverse
+from django.utils import timezone
 
 from checkout.models import Order, OrderStatus, Product
 from payments.client import PaymentsClient
 from payments.models import Payment
-from tests.shop import make_order, own, shopper
+from tests.shop import creates_sent_here, make_order, own, send_creates, shopper
 from tests.support import DECLINED, THREE_DS, VISA, Api, clear_cache
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
@@ -109,22 +112,47 @@ def order_of(client: Client) -> Order:
     return Order.objects.get(reference=client.session["orders"][-1])
 
 
-def attempt(client: Client, card_token: str = "tok_not_checked", **headers: Any) -> Any:
-    """One payment attempt for the browser's latest order (a complete, well-formed body)."""
+def post_attempt(client: Client, card_token: str = "tok_not_checked", **headers: Any) -> Any:
+    """One payment attempt for the browser's latest order (a complete, well-formed body): the
+    endpoint's own answer."""
     body = {
         "card_token": card_token,
         "attempt_id": uuid.uuid4().hex,
         "session_id": "sess_rate_limits",
         "user_agent": "pytest",
     }
+    return client.post(
+        reverse("checkout:pay_attempt", args=[order_of(client).reference]),
+        data=json.dumps(body),
+        content_type="application/json",
+        **headers,
+    )
+
+
+def attempt(
+    client: Client, card_token: str = "tok_not_checked", *, settle: bool = True, **headers: Any
+) -> Any:
+    """One payment attempt. Taken (202, processing), its create is sent here as its task does
+    and, if `settle`, the answer is the status endpoint's then (what the page polls for);
+    refused, the refusal."""
     # As in production, where each commit runs its on-commit work at once (the order follows)
-    with TestCase.captureOnCommitCallbacks(execute=True):
-        return client.post(
-            reverse("checkout:pay_attempt", args=[order_of(client).reference]),
-            data=json.dumps(body),
-            content_type="application/json",
-            **headers,
-        )
+    with TestCase.captureOnCommitCallbacks(execute=True), creates_sent_here():
+        taken = post_attempt(client, card_token, **headers)
+    if taken.status_code != 202:
+        return taken
+    assert taken.json()["result"] == "processing", taken.json()
+    if not settle:
+        return taken
+    url = reverse("checkout:payment_status", args=[order_of(client).reference])
+    return client.get(url)
+
+
+def outcome(client: Client) -> dict[str, Any]:
+    """The outcome of the browser's latest attempt as the shop's records say it (not a status
+    check: nothing counted, nothing queued)."""
+    from checkout.services import order_check_payment
+
+    return order_check_payment(order=order_of(client), refresh=False).as_json()
 
 
 def junk_attempt(client: Client, **headers: Any) -> Any:
@@ -419,7 +447,19 @@ def status_check(client: Client, payment_id: str) -> Any:
         return client.get(url, {"payment_id": payment_id})
 
 
-def test_status_checks_past_the_session_rate_are_answered_without_the_provider(
+REFRESH = "payments.tasks.payment_refresh_task"
+
+
+def pending_payment(client: Client, shop: Api) -> dict[str, Any]:
+    """A 3-D Secure attempt of the browser's latest order, its create sent: pending, as the
+    shop's records say (no status check made)."""
+    assert attempt(client, card(shop, THREE_DS), settle=False).status_code == 202
+    created = outcome(client)
+    assert created["result"] == "pending", created
+    return created
+
+
+def test_status_checks_past_the_session_rate_queue_no_read_of_the_provider(
     shop: Api,
     product: Product,
     settings: Any,
@@ -428,22 +468,27 @@ def test_status_checks_past_the_session_rate_are_answered_without_the_provider(
     run_queued: Any,
 ) -> None:
     """Given a browser whose 3-D Secure payment is pending and SHOP_STATUS_CHECKS_PER_SESSION
-    = 2/m, when its page asks for the status again and again, then the first two checks read
-    the payment from the provider and the others are answered (200, still pending) from the
-    shop's records; once the window has passed, the next check reads the provider again and
-    sees the challenge passed."""
+    = 2/m, when its page asks for the status again and again (each read queued running before
+    the next check), then every check is answered (200, still pending) from the shop's records,
+    the first two each queue a read of the payment from the provider and the others queue
+    nothing; once the window has passed, the next check queues a read again, which sees the
+    challenge passed, and the check after it answers approved."""
     settings.SHOP_STATUS_CHECKS_PER_SESSION = "2/m"
     browser = browser_with_order(product)
-    created = attempt(browser, card(shop, THREE_DS)).json()
-    assert created["result"] == "pending"
+    created = pending_payment(browser, shop)
     assert run_queued() == ["checkout.tasks.order_sync_task", "checkout.tasks.order_mail_send_task"]
     payment_id = created["payment_id"]
     read = ("GET", f"/payments/{payment_id}")
 
-    answers = [status_check(browser, payment_id) for _ in range(5)]
+    answers: list[Any] = []
+    ran: list[list[str]] = []
+    for _ in range(5):
+        answers.append(status_check(browser, payment_id))
+        ran.append(run_queued())
 
     assert [answer.status_code for answer in answers] == [200] * 5
     assert {answer.json()["result"] for answer in answers} == {"pending"}
+    assert ran == [[REFRESH], [REFRESH], [], [], []]
     assert calls.count(read) == 2
 
     passed = requests.post(
@@ -451,32 +496,43 @@ def test_status_checks_past_the_session_rate_are_answered_without_the_provider(
     )
     assert passed.status_code == 200
     assert status_check(browser, payment_id).json()["result"] == "pending"  # still limited
+    assert run_queued() == []
     assert calls.count(read) == 2
 
     clock.advance(60)
-    checked = status_check(browser, payment_id).json()
-    assert checked["result"] == "approved"
-    assert checked["redirect"] == reverse("checkout:order", args=[order_of(browser).reference])
-    assert calls.count(read) == 3
+    assert status_check(browser, payment_id).json()["result"] == "pending"  # the records, still
     assert run_queued() == [
+        REFRESH,
         "checkout.tasks.order_sync_task",
         "checkout.tasks.order_mail_send_task",
     ]
+    assert calls.count(read) == 3
+    checked = status_check(browser, payment_id).json()
+    assert checked["result"] == "approved"
+    assert checked["redirect"] == reverse("checkout:order", args=[order_of(browser).reference])
+    assert run_queued() == []
+    assert calls.count(read) == 3
     assert order_of(browser).status == OrderStatus.PAID
 
 
 def test_status_checks_are_counted_per_browser_session(
-    shop: Api, product: Product, settings: Any, calls: list[tuple[str, str]]
+    shop: Api, product: Product, settings: Any, calls: list[tuple[str, str]], run_queued: Any
 ) -> None:
-    """A browser over its rate of status checks does not hold back another browser's."""
+    """A browser over its rate of status checks does not hold back another browser's: each
+    queues one read of its payment within the rate, and no more."""
     settings.SHOP_STATUS_CHECKS_PER_SESSION = "1/m"
     first, second = browser_with_order(product), browser_with_order(product)
-    payments = [attempt(b, card(shop, THREE_DS)).json()["payment_id"] for b in (first, second)]
+    payments = [pending_payment(b, shop)["payment_id"] for b in (first, second)]
+    run_queued()  # the orders follow their payments
 
+    ran: list[list[str]] = []
     for _ in range(3):
         status_check(first, payments[0])
+        ran.append(run_queued())
     status_check(second, payments[1])
+    ran.append(run_queued())
 
+    assert ran == [[REFRESH], [], [], [REFRESH]]
     assert calls.count(("GET", f"/payments/{payments[0]}")) == 1
     assert calls.count(("GET", f"/payments/{payments[1]}")) == 1
 
@@ -484,19 +540,28 @@ def test_status_checks_are_counted_per_browser_session(
 # --- Redis down ---------------------------------------------------------------------------------
 
 
-def test_with_redis_down_the_payment_page_works_and_attempts_wait_with_a_readable_503(
-    shop: Api, product: Product, settings: Any, calls: list[tuple[str, str]]
+def test_with_redis_down_attempts_are_stored_answered_202_and_counted_per_order(
+    shop: Api, product: Product, settings: Any, calls: list[tuple[str, str]], run_queued: Any
 ) -> None:
     """Given a pending 3-D Secure payment, when the cache (Redis) stops answering, then the
     payment page still renders, without the card methods (their stored copy is in the cache,
-    and a page never asks the provider) and so without a card form, a status check is answered
-    200 from the shop's records, and a new attempt is answered 503 with Retry-After and a
-    readable message; nothing reaches the provider, and never a 500."""
+    and a page never asks the provider) and so without a card form, and a status check is
+    answered 200 from the shop's records; a new attempt is stored (its create waiting to be
+    sent) and answered 202, with nothing reaching the provider in the request and never a 500.
+    Attempts are then counted per order in the database at the session's rate (8 in 10
+    minutes): the order's 9th attempt within 10 minutes is refused 429 and stores nothing, and
+    once its earlier attempts are 10 minutes old the order may attempt again. Once Redis is
+    back, the sweep queues the create left waiting, and its task sends it."""
+    from datetime import timedelta
+
+    from payments.tasks import payments_send_waiting_task
     from tests.support import free_port
 
+    settings.SHOP_PAY_ATTEMPTS_PER_SESSION = "8/10m"
     browser = browser_with_order(product)
-    created = attempt(browser, card(shop, THREE_DS)).json()
-    assert created["result"] == "pending"
+    created = pending_payment(browser, shop)  # the order's 1st attempt
+    order = order_of(browser)
+    caches = settings.CACHES
     unreachable = f"redis://127.0.0.1:{free_port()}/0"
     settings.CACHES = {
         "default": {
@@ -507,19 +572,46 @@ def test_with_redis_down_the_payment_page_works_and_attempts_wait_with_a_readabl
     }
     calls.clear()
 
-    page = browser.get(reverse("checkout:pay", args=[order_of(browser).reference]))
+    page = browser.get(reverse("checkout:pay", args=[order.reference]))
     status = status_check(browser, created["payment_id"])
-    refused = attempt(browser, "tok_never_sent")
 
     assert page.status_code == 200
     assert "Visa" not in page.content.decode()
     assert 'id="pay-button"' not in page.content.decode()
     assert (status.status_code, status.json()["result"]) == (200, "pending")
-    assert refused.status_code == 503, refused.content
-    assert refused["Retry-After"] == "30"
-    assert refused.json() == {
-        "error": "unavailable",
-        "message": "No podemos recibir tu pago en este momento. No se hizo ningún cargo; "
-        "inténtalo de nuevo en un minuto.",
-    }
     assert calls == []
+
+    for made in range(2, 9):  # the order's 2nd to 8th attempts
+        with TestCase.captureOnCommitCallbacks(execute=True):
+            taken = post_attempt(browser, card(shop, DECLINED))
+        assert taken.status_code == 202, (made, taken.content)
+        assert taken.json()["result"] == "processing"
+        assert calls == []  # nothing reached the provider in the request
+        stored = Payment.objects.filter(external_reference=order.reference).latest("pk")
+        assert (stored.status, bool(stored.create_request)) == ("creating", True)
+        send_creates()  # as the sweep's task does, once it has queued the create
+        assert outcome(browser)["result"] == "rejected"
+        calls.clear()
+    assert Payment.objects.filter(external_reference=order.reference).count() == 8
+
+    refused = post_attempt(browser, card(shop, VISA))
+
+    assert_limited(refused)
+    assert Payment.objects.filter(external_reference=order.reference).count() == 8
+    assert calls == []
+
+    ten_minutes_ago = timezone.now() - timedelta(minutes=10)
+    Payment.objects.filter(external_reference=order.reference).update(created_at=ten_minutes_ago)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        taken = post_attempt(browser, card(shop, VISA))
+    assert (taken.status_code, taken.json()["result"]) == (202, "processing")
+    assert calls == []
+    assert "payments.tasks.payment_send_create_task" not in run_queued()  # not queued: Redis down
+
+    settings.CACHES = caches
+    waiting = Payment.objects.filter(external_reference=order.reference).latest("pk")
+    Payment.objects.filter(pk=waiting.pk).update(updated_at=ten_minutes_ago)
+    assert payments_send_waiting_task.apply().get() == 1
+    assert "payments.tasks.payment_send_create_task" in run_queued()
+    assert calls.count(("POST", "/payments")) == 1
+    assert outcome(browser)["result"] == "approved"
