@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from checkout.models import OrderStatus
 
-RESULTS = ["approved", "authorized", "pending", "rejected", "failed", "unknown"]
+RESULTS = ["processing", "approved", "authorized", "pending", "rejected", "failed", "unknown"]
 
 
 class TextField(serializers.CharField):
@@ -78,9 +78,10 @@ class PaymentOutcomeSerializer(serializers.Serializer):
 
     result = serializers.ChoiceField(
         RESULTS,
-        help_text="`approved` and `authorized` (held, charged at shipping): paid. `pending`: the "
-        "bank wants 3-D Secure, open `three_ds_url`. `rejected`: declined (`message` says why). "
-        "`failed`: not made. `unknown`: still being confirmed, ask again.",
+        help_text="`processing`: stored, its payment not created yet, ask again. `approved` and "
+        "`authorized` (held, charged at shipping): paid. `pending`: the bank wants 3-D Secure, "
+        "open `three_ds_url`. `rejected`: declined (`message` says why). `failed`: not made. "
+        "`unknown`: still being confirmed, ask again.",
     )
     order_status = serializers.ChoiceField(OrderStatus.values)
     message = serializers.CharField(

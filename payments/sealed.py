@@ -15,6 +15,7 @@ from typing import Any
 import simplejson
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
+from django.views.decorators.debug import sensitive_variables
 
 
 def _fernet() -> Fernet:
@@ -22,6 +23,7 @@ def _fernet() -> Fernet:
     return Fernet(base64.urlsafe_b64encode(digest))
 
 
+@sensitive_variables("body")  # the card token and the webhook address: never in error reports
 def seal(body: dict[str, Any]) -> str:
     return _fernet().encrypt(simplejson.dumps(body, use_decimal=True).encode()).decode()
 

@@ -2,7 +2,9 @@
 
 Each test drives the shop through its real paths against the live sandbox (payments that are
 approved, challenged, declined, failed, timed out or answered 503; webhooks with right and wrong
-tokens; staff captures and refunds; unexpected errors), then gathers everything the shop wrote:
+tokens; staff captures and refunds; unexpected errors), running the tasks that call the provider
+as a worker does (the card token travels from the pay attempt to the create task sealed in the
+database), then gathers everything the shop wrote:
 every log line as the console handler writes it (its redacting filter applied), every error
 mail, every table of the database (dumpdata, raw SQL and decoded sessions) and every page or
 JSON answer it served. All of it is scanned for the secrets of the run and for any Luhn-valid
@@ -30,7 +32,7 @@ from django.core import mail
 from django.core.management import call_command
 from django.db import connection
 from django.http import HttpResponse
-from django.test import Client
+from django.test import Client, TestCase
 from django.urls import reverse
 from django.utils.log import AdminEmailHandler
 
@@ -53,6 +55,7 @@ from tests.support import (
     fill_catalogue,
     free_port,
 )
+from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.processing import webhook_process
 
@@ -67,6 +70,8 @@ CARD_LIKE = re.compile(r"(?<![0-9A-Za-z-])[2-6](?:[ -]?\d){12,18}(?![0-9A-Za-z-]
 # A CVV as a JSON, Python or form pair: "cvv": "123", 'cvv': '123', cvv=123.
 CVV_PAIR = re.compile(r"""["']?\bcvv["']?\s*[:=]\s*["']?\d{3,4}\b""", re.IGNORECASE)
 THREE_DS_CODE = "123456"  # the sandbox's passing one-time code
+READ = "payments.tasks.payment_refresh_task"
+STAFF_ACTION = "payments.tasks.staff_action_run_task"
 
 
 # --- What is looked for, and where ------------------------------------------------------------
@@ -201,8 +206,12 @@ class Harness:
         assert browser.get(reverse("checkout:pay", args=[reference])).status_code == 200
         return Order.objects.get(reference=reference)
 
-    def pay(self, browser: Client, order: Order, number: str) -> dict[str, Any]:
-        """One payment attempt from the payment page: tokenize, then POST the JSON attempt."""
+    def pay(
+        self, browser: Client, order: Order, number: str, *, last_try: bool = False
+    ) -> dict[str, Any]:
+        """One payment attempt from the payment page: tokenize, POST the JSON attempt (taken at
+        once), send its create as its task does (`send_creates`), then the status the page
+        polls for."""
         body = {
             "card_token": self.card_token(number),
             "attempt_id": uuid.uuid4().hex,
@@ -214,8 +223,40 @@ class Harness:
             data=json.dumps(body),
             content_type="application/json",
         )
-        assert response.status_code == 200, response.content
-        return response.json()
+        assert response.status_code == 202, response.content
+        assert response.json()["result"] == "processing", response.content
+        self.send_creates(order, last_try=last_try)
+        return self.check(browser, order)
+
+    def send_creates(self, *orders: Order, last_try: bool = False) -> None:
+        """Run the create task of each attempt of `orders` waiting to be sent as a worker does:
+        until the provider answers, or (`last_try`) as its last retry, given up and logged as
+        failed when the provider still says nothing (the attempt stays unknown, its request
+        kept sealed)."""
+        from payments.models import IN_FLIGHT
+        from payments.tasks import payment_send_create_task as task
+
+        waiting = Payment.objects.filter(
+            status__in=IN_FLIGHT, external_reference__in=[order.reference for order in orders]
+        ).exclude(create_request="")
+        for pk in waiting.order_by("pk").values_list("pk", flat=True):
+            task.apply(args=[pk], retries=task.max_retries if last_try else 0)
+
+    def run_queued(self) -> list[str]:
+        """Run the tasks the shop queued (a 3-D Secure payment's read, an order's sync or
+        mail…) as a worker would, and those they queue in turn; their names."""
+        from celery import current_app
+
+        ran: list[str] = []
+        for _ in range(10):
+            queued = take_queued(current_app)
+            if not queued:
+                break
+            for name, args in queued:
+                with TestCase.captureOnCommitCallbacks(execute=True):
+                    current_app.tasks[name].apply(args=args)
+                ran.append(name)
+        return ran
 
     def check(self, browser: Client, order: Order) -> dict[str, Any]:
         response = browser.get(reverse("checkout:payment_status", args=[order.reference]))
@@ -489,41 +530,52 @@ def test_shopper_payments_of_every_outcome_leave_no_secret(
     assert harness.pay(ana, paid, VISA)["result"] == "approved"
     assert harness.check(ana, paid)["result"] == "approved"
 
-    # 3-D Secure: pending; the status check meets a 503, then a timeout; the challenge passes.
+    # 3-D Secure: pending; the read the status check queues meets a 503, then a timeout; the
+    # challenge passes.
     beto = harness.browser()
     challenged = harness.place_order(beto, product)
     pending = harness.pay(beto, challenged, THREE_DS)
     assert pending["result"] == "pending" and pending["three_ds_url"], pending
+    harness.run_queued()
     harness.fault(path="/payments", method="GET", status=503, times=4)
     assert harness.check(beto, challenged)["result"] == "pending"
+    assert READ in harness.run_queued()
     harness.settings.PAYMENTS_READ_TIMEOUT = 0.3
     harness.fault(path="/payments", method="GET", status=504, latency_ms=900, times=4)
     assert harness.check(beto, challenged)["result"] == "pending"
+    assert READ in harness.run_queued()
     harness.settings.PAYMENTS_READ_TIMEOUT = 5
     answer = requests.post(
         pending["three_ds_url"], data={"action": "submit", "code": THREE_DS_CODE}, timeout=10
     )
     assert answer.status_code == 200, answer.text
+    assert harness.check(beto, challenged)["result"] == "pending"  # the records: a read queued
+    assert READ in harness.run_queued()
     assert harness.check(beto, challenged)["result"] == "approved"
 
     # Declined, then the provider's own error (0119: 500 AI1899), on one order.
     carla = harness.browser()
     refused = harness.place_order(carla, product)
     assert harness.pay(carla, refused, DECLINED)["result"] == "rejected"
-    # A server failure is not proof that nothing was charged: not confirmed yet.
-    assert harness.pay(carla, refused, PROVIDER_ERROR)["result"] == "unknown"
+    # A server failure is not proof that nothing was charged: not confirmed yet (the task's
+    # last try, given up and logged with its traceback).
+    assert harness.pay(carla, refused, PROVIDER_ERROR, last_try=True)["result"] == "unknown"
 
-    # The create times out (answer never came), and on another order it meets a 503.
+    # The create times out (answer never came), and on another order it meets a 503: not
+    # confirmed; the task's retry sends the same request with the same key, and it is.
     harness.settings.PAYMENTS_READ_TIMEOUT = 0.3
     harness.fault(path="/payments", method="POST", status=504, latency_ms=900, times=4)
     dora = harness.browser()
     timed_out = harness.place_order(dora, product)
-    assert harness.pay(dora, timed_out, VISA)["result"] == "unknown"
+    assert harness.pay(dora, timed_out, VISA, last_try=True)["result"] == "unknown"
     harness.settings.PAYMENTS_READ_TIMEOUT = 5
     harness.fault(path="/payments", method="POST", status=503, times=4)
     eva = harness.browser()
     unavailable = harness.place_order(eva, product)
-    assert harness.pay(eva, unavailable, VISA)["result"] == "unknown"
+    assert harness.pay(eva, unavailable, VISA, last_try=True)["result"] == "unknown"
+    harness.send_creates(timed_out, unavailable)
+    assert harness.check(dora, timed_out)["result"] == "approved"
+    assert harness.check(eva, unavailable)["result"] == "approved"
 
     # Webhooks: right token (processed), wrong tokens, wrong method, bad body, unknown id.
     provider = harness.browser()
@@ -556,9 +608,11 @@ def test_shopper_payments_of_every_outcome_leave_no_secret(
         harness.check(browser, order)
 
     # Then: nothing secret anywhere (and the run did write what it is scanned for).
+    harness.run_queued()
     log = harness.log.getvalue()
     assert "payments-api POST /payments" in log and "Not Found: /webhooks/payments/" in log
     assert "payment methods catalogue unavailable" in log and "Traceback" in log
+    assert "create unconfirmed" in log and "raised unexpected: PaymentOutcomeUnknown" in log
     assert Payment.objects.count() == 6
     harness.assert_clean()
 
@@ -570,8 +624,9 @@ def test_staff_captures_refunds_and_failures_leave_no_secret(
     harness: Harness, product: Product, staff: RecordingClient
 ) -> None:
     """Given authorizations paid by shoppers (manual capture), when staff capture, refund,
-    cancel and refresh from the admin, also while the provider answers 503 or its own error,
-    then no log line, table or admin page holds a secret or a card number."""
+    cancel and refresh from the admin (each action done by its task, as a worker does), also
+    while the provider answers 503 or its own error, then no log line, table or admin page
+    holds a secret or a card number."""
     harness.settings.PAYMENTS_CAPTURE_METHOD = "manual"
     payments: list[Payment] = []
     for _ in range(4):
@@ -582,11 +637,16 @@ def test_staff_captures_refunds_and_failures_leave_no_secret(
     captured, unanswered, refused, released = payments
 
     def admin(action: str, payment: Payment, data: dict[str, str] | None = None) -> None:
+        """Ask the action, run its task, and open the page that says its outcome."""
         url = reverse(f"admin:payments_payment_{action}", args=[payment.pk])
         if action != "refresh":
             assert staff.get(url).status_code == 200
         if data is not None or action in ("cancel", "refresh"):
-            assert staff.post(url, data or {}).status_code == 302
+            with TestCase.captureOnCommitCallbacks(execute=True):
+                asked = staff.post(url, data or {})
+            assert asked.status_code == 302
+            assert STAFF_ACTION in harness.run_queued()
+            assert staff.get(asked.url).status_code == 200
 
     # Capture part, then refund part of it with a reason.
     admin("capture", captured, {"amount": "200.00"})
@@ -613,9 +673,14 @@ def test_staff_captures_refunds_and_failures_leave_no_secret(
 
 
 def _break(monkeypatch: pytest.MonkeyPatch, where: str = "transport") -> None:
-    """Make a payment attempt fail unexpectedly: deep in the transport, where the request's
-    body (card token, webhook address) and headers (credentials) are locals; or after the
-    provider answered, while its payment (and its raw body) is being applied."""
+    """Make a payment attempt fail unexpectedly. While the attempt is stored (in the request):
+    sealing its create request, which holds the card token. In the create task: deep in the
+    transport, where the request's body (card token, webhook address) and headers (credentials)
+    are locals; or after the provider answered, while its payment (and its raw body) is being
+    applied."""
+
+    def broken_fernet() -> Any:
+        raise RuntimeError("the sealing key cannot be derived")
 
     def broken_request(method: str, url: str, **kwargs: Any) -> Any:
         raise RuntimeError(f"connection pool broke during {method} {url}")
@@ -623,7 +688,11 @@ def _break(monkeypatch: pytest.MonkeyPatch, where: str = "transport") -> None:
     def broken_status(remote: Any) -> str:
         raise RuntimeError(f"cannot map the status of {remote}")
 
-    if where == "transport":
+    if where == "sealing":
+        import payments.sealed
+
+        monkeypatch.setattr(payments.sealed, "_fernet", broken_fernet)
+    elif where == "transport":
         monkeypatch.setattr(get_client().session, "request", broken_request)
     else:
         import payments.services.snapshots
@@ -646,16 +715,15 @@ def _attempt(harness: Harness, browser: Client, order: Order) -> HttpResponse:
     )
 
 
-@pytest.mark.parametrize("where", ["transport", "after the answer"])
-def test_an_unexpected_error_report_mails_no_secret(
-    harness: Harness, product: Product, monkeypatch: pytest.MonkeyPatch, where: str
+def test_an_unexpected_error_storing_an_attempt_mails_no_secret(
+    harness: Harness, product: Product, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Given ADMINS and DEBUG off, when a payment attempt fails with an unexpected exception
-    while its card token and the credentials are local variables, then the shopper gets a 500
-    and the error mail (text and HTML report) and the log hold none of them."""
+    while it is stored (its create request, card token included, being sealed), then the
+    shopper gets a 500 and the error mail (text and HTML report) and the log hold no secret."""
     shopper = harness.browser(raise_request_exception=False)
     order = harness.place_order(shopper, product)
-    _break(monkeypatch, where)
+    _break(monkeypatch, "sealing")
 
     response = _attempt(harness, shopper, order)
 
@@ -663,18 +731,43 @@ def test_an_unexpected_error_report_mails_no_secret(
     assert len(mail.outbox) == 1, [m.subject for m in mail.outbox]
     report = mail.outbox[0]
     assert "RuntimeError" in report.body and report.alternatives, report.subject
-    assert "order_pay" in report.body  # the frames are there, their secrets are not
+    assert "order_pay" in report.body and "seal" in report.body  # the frames, not their secrets
+    harness.assert_clean()
+
+
+@pytest.mark.parametrize("where", ["transport", "after the answer"])
+def test_an_unexpected_error_report_mails_no_secret(
+    harness: Harness, product: Product, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Given ADMINS and DEBUG off, when the create task of a payment attempt fails with an
+    unexpected exception while the card token (its unsealed request) and the credentials are
+    local variables, then the shopper's attempt was taken (202, no provider call in the
+    request), the task's failure is logged with its traceback, and no log line, mail, table or
+    answer holds them."""
+    shopper = harness.browser(raise_request_exception=False)
+    order = harness.place_order(shopper, product)
+    _break(monkeypatch, where)
+
+    response = _attempt(harness, shopper, order)
+    assert response.status_code == 202, response.content
+    harness.send_creates(order)
+
+    log = harness.log.getvalue()
+    assert "raised unexpected: RuntimeError" in log and "Traceback" in log, log
+    assert "payment_send_create" in log  # the frames are there, their secrets are not
+    assert harness.check(shopper, order)["result"] == "processing"  # sent again later
     harness.assert_clean()
 
 
 def test_the_debug_error_page_shows_no_card_token(
     harness: Harness, product: Product, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Given DEBUG on (development), when a payment attempt fails unexpectedly, then Django's
-    technical 500 page hides the card token (sensitive_variables) and the credentials."""
+    """Given DEBUG on (development), when a payment attempt fails unexpectedly while its
+    create request, card token included, is being sealed, then Django's technical 500 page
+    hides the card token (sensitive_variables) and the credentials."""
     shopper = harness.browser(raise_request_exception=False)
     order = harness.place_order(shopper, product)
-    _break(monkeypatch)
+    _break(monkeypatch, "sealing")
     harness.settings.DEBUG = True
 
     response = _attempt(harness, shopper, order)

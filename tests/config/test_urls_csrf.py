@@ -267,13 +267,6 @@ class Case:
     denied: bool = False
 
 
-def called(method: str, path: Build) -> Effect:
-    def check(world: World, response: Any) -> None:
-        assert (method, path(world)) in world.calls, world.calls
-
-    return check
-
-
 def asked(kind: str) -> Effect:
     """A staff action recorded and queued for its task: the request itself calls nobody."""
 
@@ -282,6 +275,25 @@ def asked(kind: str) -> Effect:
         assert world.calls == [], world.calls
 
     return check
+
+
+def attempt_stored(world: World, response: Any) -> None:
+    """The pay attempt taken (202): stored with its sealed create, which its task sends (queued
+    once committed); the request itself calls nobody."""
+    assert response.status_code == 202, response.content
+    payment = Payment.objects.get(external_reference=world.order.reference)
+    assert payment.status == PaymentStatus.CREATING and payment.create_request
+    assert world.calls == [], world.calls
+
+
+def read_queued(world: World, response: Any) -> None:
+    """The status answered from the shop's records, and a read of the payment waiting for its
+    3-D Secure challenge queued for a task; the request itself calls nobody."""
+    from payments.queue import REFRESH_TASK, is_queued
+
+    assert response.status_code == 200 and response.json()["result"] == "pending"
+    assert is_queued(REFRESH_TASK, _waiting_payment(world).pk)
+    assert world.calls == [], world.calls
 
 
 def closed(obj: Build) -> Effect:
@@ -651,12 +663,12 @@ CASES: dict[str, Case] = {
         },
         who="shop",
         json=True,
-        effect=called("POST", lambda w: "/payments"),
+        effect=attempt_stored,
     ),
     "pedidos/<str:reference>/estado-pago/": Case(
         lambda w: reverse("checkout:payment_status", args=[w.waiting_order.reference]),
         who="shop",
-        effect=called("GET", lambda w: f"/payments/{_waiting_payment(w).provider_id}"),
+        effect=read_queued,
     ),
     # --- Exempt ------------------------------------------------------------------------------
     WEBHOOK_ROUTE: Case(
