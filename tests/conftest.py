@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+from tests.stack import processes  # noqa: F401  (the fixture, for every folder)
 from tests.support import (
     CHROMIUM,
     CHROMIUM_ARGS,

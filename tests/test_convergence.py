@@ -11,38 +11,25 @@ charged twice.
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 import time
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import requests
-from django.db import connection
 
 from checkout.models import Order, OrderStatus
 from tests.factories import ProductFactory
+from tests.stack import Processes
 from tests.support import (
     DECLINED,
     PROVIDER_ERROR,
-    PUBLIC_KEY,
-    ROOT,
-    SECRET_KEY,
     THREE_DS,
     VISA,
     Api,
-    free_port,
     wait_until,
 )
-from tests.webhooks.support import TcpProxy, WorkerProcess
 from tools import soak
 from tools.verdict import verdict
 from webhooks.models import WebhookEvent, WebhookState
@@ -50,132 +37,6 @@ from webhooks.models import WebhookEvent, WebhookState
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
 THREE_DS_CODE = "123456"
-# Every process's settings, made short so that the test converges in a few minutes: each is
-# documented in docs/deployment.md, and the same guarantee holds with the defaults, only slower.
-FAST = {
-    "PAYMENTS_CONNECT_TIMEOUT": "1",
-    "PAYMENTS_READ_TIMEOUT": "3",
-    "WEBHOOKS_CLAIM_LEASE": "6",
-    "WEBHOOKS_RELAY_AFTER": "11",
-    "WEBHOOKS_RELAY_EVERY": "3",
-    "PAYMENTS_RECONCILE_EVERY": "5",
-    "SHOP_ORDERS_SYNC_EVERY": "3",
-    "WEBHOOKS_RETRY_BACKOFF": "1",
-    "WEBHOOKS_RETRY_BACKOFF_MAX": "4",
-    "WEBHOOKS_MAX_RETRIES": "2",
-    "CELERY_VISIBILITY_TIMEOUT": "20",
-    "SHOP_PAY_ATTEMPTS_PER_ADDRESS": "1000/m",
-    "SHOP_PAY_ATTEMPTS_PER_SESSION": "1000/m",
-    "SHOP_STATUS_CHECKS_PER_SESSION": "1000/m",
-    "PAYMENTS_SEND_SWEEP_EVERY": "3",
-}
-
-
-@dataclass
-class Processes:
-    """The shop's processes; `supervise()` starts again a worker that exited, as systemd's
-    `Restart=always` does in production (docs/deployment.md)."""
-
-    env: dict[str, str]
-    tmp: Path
-    url: str
-    redis: TcpProxy
-    workers: list[WorkerProcess] = field(default_factory=list)
-    others: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    restarts: int = 0
-
-    def start_worker(self) -> WorkerProcess:
-        name = f"worker{len(self.workers)}"
-        worker = WorkerProcess(self.env, self.tmp / f"{name}.log", f"{name}-{uuid.uuid4().hex[:4]}")
-        self.workers.append(worker.start())
-        return worker
-
-    def live_workers(self) -> list[WorkerProcess]:
-        return [w for w in self.workers if w.process is not None and w.process.poll() is None]
-
-    def supervise(self) -> None:
-        while len(self.live_workers()) < 2:
-            self.restarts += 1
-            self.start_worker()
-
-    def spawn(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
-        with (self.tmp / f"{name}.log").open("wb") as log:
-            process = subprocess.Popen(
-                command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
-            )
-        self.others.append(process)
-        return process
-
-    def stop(self) -> None:
-        for worker in self.workers:
-            worker.kill()
-        for process in self.others:
-            process.terminate()
-        for process in self.others:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        self.redis.close()
-
-
-@pytest.fixture
-def processes(provider: Api, tmp_path: Path) -> Iterator[Processes]:
-    database = os.environ.get("DATABASE_URL", "")
-    redis_url = os.environ.get("REDIS_URL", "")
-    if not database.startswith(("postgres://", "postgresql://")) or not redis_url:
-        pytest.skip(
-            "the processes share the test database and Redis: set DATABASE_URL and REDIS_URL"
-        )
-    upstream = urlsplit(redis_url)
-    redis = TcpProxy(upstream.hostname or "127.0.0.1", upstream.port or 6379).open()
-    port = free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("CELERY_BROKER")},
-        **FAST,
-        "DJANGO_SETTINGS_MODULE": "config.settings.test",
-        "DATABASE_URL": urlunsplit(
-            urlsplit(database)._replace(path=f"/{connection.settings_dict['NAME']}")
-        ),
-        "REDIS_URL": urlunsplit(upstream._replace(netloc=f"127.0.0.1:{redis.port}")),
-        "CACHE_KEY_PREFIX": f"converge-{uuid.uuid4().hex[:6]}",
-        "SHOP_BASE_URL": f"http://127.0.0.1:{port}",
-        "PAYMENTS_API_BASE_URL": provider.base_url,
-        "PAYMENTS_PUBLIC_KEY": PUBLIC_KEY,
-        "PAYMENTS_SECRET_KEY": SECRET_KEY,
-        "PAYMENTS_ACCESS_TOKEN": "",
-        "PAYMENTS_WEBHOOK_TOKEN": "converge-" + uuid.uuid4().hex,
-        "GUNICORN_BIND": f"127.0.0.1:{port}",
-        "GUNICORN_WORKERS": "2",
-        "LOG_FORMAT": "text",
-    }
-    shop = Processes(env, tmp_path, f"http://127.0.0.1:{port}", redis)
-    try:
-        gunicorn = shop.spawn(
-            "gunicorn",
-            [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "config.wsgi"],
-        )
-        shop.spawn(
-            "beat",
-            [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel=INFO",
-             "--schedule", str(tmp_path / "beat-schedule")],
-        )  # fmt: skip
-        for _ in range(2):
-            shop.start_worker()
-        for worker in shop.workers:
-            worker.wait_ready()
-
-        def up() -> bool:
-            assert gunicorn.poll() is None, (tmp_path / "gunicorn.log").read_text()
-            try:
-                return requests.get(f"{shop.url}/healthz", timeout=5).status_code == 200
-            except requests.RequestException:
-                return False
-
-        wait_until(up, timeout=60, interval=0.2)
-        yield shop
-    finally:
-        shop.stop()
 
 
 class Shopper(soak.Shopper):
@@ -309,50 +170,3 @@ def test_every_order_ends_right_after_faults_with_no_human_step(
     print(f"\nconverged {took:.0f} s after the last fault; workers started again: {shop.restarts}")
     # And the order paid with the provider's own failure (0119) was not: it can be paid again
     assert Order.objects.get(reference=references[8]).status != OrderStatus.PAID
-
-
-def test_a_shopper_paying_while_redis_is_down_is_paid_once_it_is_back(
-    processes: Processes, provider: Api, playwright_browser: Any
-) -> None:
-    """Given the payment page open, when Redis goes away and the shopper presses Pay, the
-    attempt is stored and answered at once (counted per order in the database) and the page
-    keeps saying it is processing, nothing sent; once Redis is back, beat's sweep queues the
-    create and the page lands on the order, paid once."""
-    from playwright.sync_api import expect
-
-    from payments.models import Payment, PaymentStatus
-    from tests.e2e.shopper import PRODUCT, expect_paid_order_page
-    from tests.e2e.shopper import Shopper as BrowserShopper
-    from tests.e2e.support import Shop
-
-    shop = processes
-    ProductFactory(
-        slug=PRODUCT, name="Taza de Talavera", price=Decimal("289.00"), stock=10, active=True,
-        image="img/products/taza-talavera.svg",
-    )  # fmt: skip
-    context = playwright_browser.new_context(locale="es-MX")
-    page = context.new_page()
-    try:
-        shopper = BrowserShopper(page, Shop(url=shop.url, api=provider))
-        shopper.reach_payment_page()
-        shopper.type_card(VISA)
-        shop.redis.close()
-
-        shopper.pay()
-
-        expect(page.locator("#pay-status")).to_have_text("Procesando tu pago…")
-        (stored,) = shopper.payments()
-        assert stored.status == PaymentStatus.CREATING and stored.create_request
-        time.sleep(3)  # a sweep's worth: nothing can be queued, nothing is sent
-        assert shopper.provider_payments() == []
-        expect(page.locator("#pay-status")).to_have_text("Procesando tu pago…")
-        shop.redis.open()
-
-        wait_until(lambda: shop.supervise() or bool(shopper.provider_payments()), timeout=60)
-        expect_paid_order_page(shopper)
-        (paid,) = Payment.objects.filter(external_reference=shopper.reference)
-        assert paid.status == PaymentStatus.APPROVED
-        assert len(shopper.provider_payments()) == 1
-    finally:
-        shop.redis.open()
-        context.close()
