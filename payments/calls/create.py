@@ -50,10 +50,13 @@ def payment_send_create(*, payment: Payment) -> Payment:
         _settle_failed(payment, exc)
         return payment
     except OutcomeUnknown as exc:
-        if first:  # sent, unanswered: from now on, the payment may exist
-            mark_attempt(
-                payment, PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN, exc, request=body
-            )
+        # Sent, unanswered: from now on, the payment may exist. Unless a notification named
+        # it meanwhile: then its status, from the provider, is the answer.
+        if first and not mark_attempt(
+            payment, PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN, exc, request=body
+        ):
+            _forget_request(payment)
+            return payment
         logger.info("payment %s: create unconfirmed (%s)", payment.pk, exc)
         raise PaymentOutcomeUnknown("The provider has not confirmed the payment yet.") from exc
     except ProviderUnavailable as exc:

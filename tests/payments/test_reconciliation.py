@@ -15,6 +15,7 @@ from django.core import mail
 from django.utils import timezone
 
 from checkout.models import Order, OrderStatus
+from payments import queue
 from payments.calls import payment_cancel
 from payments.errors import PaymentOutcomeUnknown, PaymentRefused
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
@@ -24,9 +25,12 @@ from payments.reconciliation import (
     payment_sync,
     payments_reconcile,
 )
-from tests.factories import PaymentFactory, ProductFactory
+from payments.services import payment_attempt_store
+from payments.tasks import payment_send_create_task, payments_send_waiting_task
+from tests.factories import PaymentFactory, ProductFactory, order_reference
 from tests.shop import make_order
-from tests.support import DECLINED, THREE_DS, Api
+from tests.support import DECLINED, THREE_DS, Api, free_port, wait_until
+from tests.webhooks.support import take_queued
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db]
 
@@ -413,11 +417,21 @@ def test_a_refund_whose_notification_was_lost_is_found_by_the_schedule(
     assert (payment.status, payment.refunded_amount) == ("approved", Decimal("100.00"))
 
 
-def test_creates_whose_answer_was_lost_are_sent_again_by_the_schedule(provider: Api) -> None:
-    """Two creates made at the provider whose answers were all lost (500) stay unknown while
-    the provider fails; the schedule stops at the first that still gets no answer, then, once
-    the provider answers, settles both by sending each again with its key: one payment each."""
-    # Given two creates made at the provider, every answer lost
+def waiting_for(payment_id: int, *, seconds: int = 60) -> None:
+    """Move an attempt's last change back, as if it had waited that long to be sent."""
+    Payment.objects.filter(pk=payment_id).update(
+        updated_at=timezone.now() - timedelta(seconds=seconds)
+    )
+
+
+def test_creates_whose_task_was_lost_are_sent_again_by_the_sweep(
+    provider: Api, celery_app: Any, run_queued: Any
+) -> None:
+    """Two creates made at the provider whose answers were all lost (500) stay unknown with
+    their requests kept, and their tasks were lost. The reconciliation does not send them; the
+    sweep queues a send for the one with no task on its way, not for the one whose marker
+    says its task is coming; each send settles its attempt: one payment each."""
+    # Given two creates made at the provider, every answer lost, and their tasks never queued
     failing = provider.post(
         "/_sandbox/faults",
         {"path": "/payments", "method": "POST", "status": 500, "after_processing": True},
@@ -426,20 +440,136 @@ def test_creates_whose_answer_was_lost_are_sent_again_by_the_schedule(provider: 
     for _ in range(2):
         with pytest.raises(PaymentOutcomeUnknown):
             PaymentFactory(provider=provider)
-    assert Payment.objects.filter(status=PaymentStatus.UNKNOWN).count() == 2
+    lost, coming = Payment.objects.order_by("pk")
+    assert {lost.status, coming.status} == {PaymentStatus.UNKNOWN}
+    assert lost.create_request and coming.create_request
+    assert take_queued(celery_app) == []
+    # And the second's task is on its way (as a task waiting for its next try says)
+    queue.mark(queue.SEND_CREATE_TASK, coming.pk)
 
-    # When the schedule runs while the provider still fails: the first is tried, not the second
-    report = payments_reconcile()
-    assert (report.checked, report.failed) == (1, 1)
-    assert Payment.objects.filter(status=PaymentStatus.UNKNOWN).count() == 2
-
-    # When it runs once the provider answers again
+    # When the provider answers again: the reconciliation leaves the creates to the sweep
     assert provider.request("DELETE", "/_sandbox/faults").status_code in (200, 204)
-    report = payments_reconcile()
+    assert payments_reconcile().checked == 0
+    # And the sweep, while they have waited less than a task takes to start, queues nothing
+    assert payments_send_waiting_task() == 0
 
-    # Then both are the provider's payments, approved, and nothing was made twice
-    assert (report.checked, report.changed) == (2, 2)
+    # When the sweep runs once they have waited longer
+    waiting_for(lost.pk)
+    waiting_for(coming.pk)
+    assert payments_send_waiting_task() == 1
+
+    # Then it queued a send for the attempt whose task was lost only, and that send settles it
+    assert run_queued() == [queue.SEND_CREATE_TASK]
+    lost.refresh_from_db()
+    assert (lost.status, lost.create_request) == (PaymentStatus.APPROVED, "")
+    assert not queue.is_queued(queue.SEND_CREATE_TASK, lost.pk)
+    coming.refresh_from_db()
+    assert coming.status == PaymentStatus.UNKNOWN
+
+    # When the other's task is lost too (its marker gone), the sweep queues it, and it settles
+    queue.unmark(queue.SEND_CREATE_TASK, coming.pk)
+    assert payments_send_waiting_task() == 1
+    assert run_queued() == [queue.SEND_CREATE_TASK]
+
+    # Then both are the provider's payments, approved, nothing was made twice, nothing is left
     held = {p.provider_id: p.status for p in Payment.objects.all()}
     assert held == {p["id"]: "approved" for p in provider.payments()}
     assert len(held) == 2
     assert not Payment.objects.exclude(create_request="").exists()
+    assert payments_send_waiting_task() == 0
+
+
+def attempt_of(provider: Api) -> Payment:
+    """A checkout attempt stored, its create queued once stored (not sent here)."""
+    return payment_attempt_store(
+        external_reference=order_reference(),
+        attempt_key=uuid.uuid4().hex,
+        amount=Decimal("250.00"),
+        currency="MXN",
+        description="Taza de barro",
+        card_token=provider.card_token()["id"],
+        capture_method="automatic",
+        customer={"email": "ana@example.com"},
+        prevention_data={},
+        return_url="",
+        webhook_url="",
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweep_skips_an_attempt_whose_task_is_on_its_way(provider: Api, worker: Any) -> None:
+    """An attempt whose create task is waiting for its next try (the provider failing) keeps
+    the task's marker: the sweep leaves it alone, however long it has waited. Once the provider
+    answers, the task's retry settles it, once, and the marker goes."""
+    # Given a provider that makes payments but loses every answer (500)
+    provider.add_fault(path="/payments", method="POST", status=500, after_processing=True)
+
+    # When an attempt is stored: its task sends the create, gets no answer, and will try again
+    payment = attempt_of(provider)
+    wait_until(
+        lambda: Payment.objects.get(pk=payment.pk).status == PaymentStatus.UNKNOWN, timeout=30
+    )
+
+    # Then the sweep, even long after, queues nothing: its task is on its way
+    waiting_for(payment.pk, seconds=600)
+    assert queue.is_queued(queue.SEND_CREATE_TASK, payment.pk)
+    assert payments_send_waiting_task() == 0
+
+    # When the provider answers again: the task's next try settles the attempt, and its
+    # marker goes
+    assert provider.request("DELETE", "/_sandbox/faults").status_code in (200, 204)
+    wait_until(
+        lambda: Payment.objects.get(pk=payment.pk).status == PaymentStatus.APPROVED, timeout=40
+    )
+    wait_until(lambda: not queue.is_queued(queue.SEND_CREATE_TASK, payment.pk), timeout=10)
+    payment.refresh_from_db()
+    assert [p["id"] for p in provider.payments()] == [payment.provider_id]
+    assert payment.create_request == ""
+    assert payments_send_waiting_task() == 0
+
+
+def _use_broker(app: Any, url: str) -> None:
+    """Publish through `url` from now on (the app takes new pools for that address)."""
+    app.conf.broker_url = url
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("empty_broker")
+def test_an_attempt_stored_while_the_broker_was_down_is_sent_by_the_sweep(
+    provider: Api, celery_app: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With the broker unreachable, an attempt is still stored, its task not queued (logged);
+    once the broker is back, the sweep queues its send, which pays it once."""
+    # Given a broker that cannot be reached
+    broker = celery_app.conf.broker_url
+    _use_broker(celery_app, f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        # When an attempt is stored
+        payment = attempt_of(provider)
+    finally:
+        _use_broker(celery_app, broker)
+
+    # Then it waits to be sent with no task on its way, and the lost publish is logged
+    assert (payment.status, bool(payment.create_request)) == (PaymentStatus.CREATING, True)
+    assert not queue.is_queued(queue.SEND_CREATE_TASK, payment.pk)
+    assert take_queued(celery_app) == []
+    not_queued = [r.getMessage() for r in caplog.records if r.name == "payments.queue"]
+    assert len(not_queued) == 1 and f"payment {payment.pk} not queued" in not_queued[0]
+    assert provider.payments() == []
+
+    # When the broker is back and the sweep runs, once the attempt has waited a while
+    assert payments_send_waiting_task() == 0
+    waiting_for(payment.pk)
+    assert payments_send_waiting_task() == 1
+    assert payments_send_waiting_task() == 0  # its send is on its way now
+
+    # Then its send is queued, once, and sent as a worker runs it, the attempt is paid once
+    assert take_queued(celery_app) == [(queue.SEND_CREATE_TASK, [payment.pk])]
+    assert payment_send_create_task.apply(args=[payment.pk]).get() == PaymentStatus.APPROVED
+    payment.refresh_from_db()
+    assert (payment.status, payment.create_request) == (PaymentStatus.APPROVED, "")
+    assert [p["id"] for p in provider.payments()] == [payment.provider_id]
+    assert not queue.is_queued(queue.SEND_CREATE_TASK, payment.pk)
+    assert payments_send_waiting_task() == 0

@@ -1,5 +1,7 @@
-"""payment_create against the live sandbox: outcomes, card data, idempotency, refusals, lost
-answers, order rules and bad amounts; and how provider answers read (local_status, quirks)."""
+"""Storing an attempt and sending its create (payment_attempt_store, payment_send_create)
+against the live sandbox: outcomes, card data, idempotency, refusals, a provider not reached,
+lost answers, order rules and bad amounts; and how provider answers read (local_status,
+quirks)."""
 
 from __future__ import annotations
 
@@ -22,9 +24,8 @@ from payments.errors import (
     PaymentAttemptBlocked,
     PaymentNotAllowed,
     PaymentOutcomeUnknown,
-    PaymentRefused,
 )
-from payments.messages import REFUSALS
+from payments.messages import NOT_REACHED, NOT_REACHED_MESSAGE, REFUSALS, failure_message
 from payments.models import Payment, PaymentEventKind, PaymentStatus
 from payments.reconciliation import payment_sync
 from payments.sealed import unseal
@@ -40,6 +41,7 @@ from tests.support import (
     THREE_DS,
     VISA,
     Api,
+    free_port,
 )
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +57,8 @@ def attempt(
     reference: str | None = None,
     attempt_key: str | None = None,
 ) -> Payment:
-    """One checkout attempt through the service; the card token is made unless one is given."""
+    """One checkout attempt stored and its create sent, as its task sends it; the card token is
+    made unless one is given."""
     return create_now(
         external_reference=reference or order_reference(),
         attempt_key=attempt_key or uuid.uuid4().hex,
@@ -187,16 +190,19 @@ def test_same_attempt_key_twice_makes_one_payment(provider: Api) -> None:
 # --- Provider refusals ---------------------------------------------------------------------
 
 
-def assert_refused(payment_qs: Any, exc: PaymentRefused, code: str) -> None:
+def assert_refused(payment_qs: Any, code: str) -> None:
     payment = payment_qs.get()
     assert payment.status == PaymentStatus.FAILED
     assert payment.provider_id is None
+    assert payment.create_request == ""  # nothing left to send again
     event = payment.events.get(kind=PaymentEventKind.FAILED)
     assert event.error_code == code
     assert (event.old_status, event.new_status) == (PaymentStatus.CREATING, PaymentStatus.FAILED)
-    # The shopper reads a sentence, not a code
-    assert exc.message == str(REFUSALS[code])
-    assert code not in exc.message
+    # The attempt keeps the code; the shopper reads a sentence, not a code
+    assert payment.status_code == code
+    message = failure_message(payment.status_code)
+    assert message == str(REFUSALS[code])
+    assert code not in message
 
 
 def test_expired_card_token_is_refused(provider: Api) -> None:
@@ -207,11 +213,11 @@ def test_expired_card_token_is_refused(provider: Api) -> None:
     reference = order_reference()
 
     # When the order is paid with it
-    with pytest.raises(PaymentRefused) as caught:
-        attempt(provider, token=token, reference=reference)
+    payment = attempt(provider, token=token, reference=reference)
 
     # Then the attempt failed, the ledger says why, and no provider payment exists
-    assert_refused(Payment.objects.filter(external_reference=reference), caught.value, "CL2201")
+    assert payment.status == PaymentStatus.FAILED
+    assert_refused(Payment.objects.filter(external_reference=reference), "CL2201")
     assert provider.payments() == []
 
 
@@ -219,12 +225,46 @@ def test_amount_outside_accepted_range_is_refused(provider: Api) -> None:
     """An amount below the method's accepted minimum is refused (CL2203)."""
     # Given a visa card (accepted from 10.00); when 5.00 is paid
     reference = order_reference()
-    with pytest.raises(PaymentRefused) as caught:
-        attempt(provider, amount="5.00", reference=reference)
+    payment = attempt(provider, amount="5.00", reference=reference)
 
     # Then the attempt failed with CL2203 in the ledger and a readable message
-    assert_refused(Payment.objects.filter(external_reference=reference), caught.value, "CL2203")
+    assert payment.status == PaymentStatus.FAILED
+    assert_refused(Payment.objects.filter(external_reference=reference), "CL2203")
     assert provider.payments() == []
+
+
+def test_a_first_send_that_never_reaches_the_provider_fails_the_attempt(
+    provider: Api, settings: Any
+) -> None:
+    """A first send that never reached the provider (its connection refused) charged nothing:
+    the attempt fails at once, its request forgotten, and the shopper reads that the service
+    is not reachable and nothing was charged; the order can be paid again."""
+    # Given a card token, then a provider that cannot be reached (nothing listens)
+    token = provider.card_token(VISA)["id"]
+    settings.PAYMENTS_API_BASE_URL = f"http://127.0.0.1:{free_port()}"
+    reference = order_reference()
+
+    # When the order is paid
+    payment = attempt(provider, token=token, reference=reference)
+
+    # Then the attempt failed as not reached, with nothing left to send, and no payment exists
+    assert (payment.status, payment.status_code) == (PaymentStatus.FAILED, NOT_REACHED)
+    assert (payment.provider_id, payment.create_request) == (None, "")
+    event = payment.events.get()
+    assert (event.kind, event.old_status) == (PaymentEventKind.FAILED, PaymentStatus.CREATING)
+    assert provider.payments() == []
+    # And the shopper reads that nothing was charged, in their language
+    with translation.override("en"):
+        message = failure_message(payment.status_code)
+        assert message == str(NOT_REACHED_MESSAGE)
+    assert "nothing was charged" in message
+    assert NOT_REACHED not in message
+
+    # When the provider is back and the shopper pays again: approved
+    settings.PAYMENTS_API_BASE_URL = provider.base_url
+    again = attempt(provider, reference=reference)
+    assert again.status == PaymentStatus.APPROVED
+    assert len(provider.payments()) == 1
 
 
 def test_provider_internal_error_is_unknown_until_the_provider_refuses_the_request_again(
@@ -233,16 +273,17 @@ def test_provider_internal_error_is_unknown_until_the_provider_refuses_the_reque
     """A 500 AI1899 on create is not proof that nothing was charged: the attempt is `unknown`
     (never "nothing was charged"), its request kept sealed, and it is sent again with its key
     until the provider answers it with a refusal; only then is it failed and forgotten."""
-    # Given the test card that makes the provider fail; when the order is paid (in English)
+    # Given the test card that makes the provider fail; when the order is paid
     reference = order_reference()
-    with translation.override("en"), pytest.raises(PaymentOutcomeUnknown) as caught:
+    with pytest.raises(PaymentOutcomeUnknown) as caught:
         attempt(provider, number=PROVIDER_ERROR, reference=reference)
 
-    # Then the shopper is told the result is not confirmed yet, and nothing says "no charge"
-    assert "could not confirm" in caught.value.message
+    # Then the send says the result is not confirmed yet (its task tries again), and nothing
+    # says "no charge": the attempt is unknown, not failed
+    assert "not confirmed" in caught.value.message
     assert "nothing was charged" not in caught.value.message
     payment = Payment.objects.get(external_reference=reference)
-    assert payment.status == PaymentStatus.UNKNOWN
+    assert (payment.status, payment.status_code) == (PaymentStatus.UNKNOWN, "")
     # And the request is kept only encrypted: no card token in the clear
     token = unseal(payment.create_request)["payment_method"]["token"]
     assert token and token not in payment.create_request
@@ -293,8 +334,7 @@ def test_failed_attempt_allows_a_new_attempt(provider: Api) -> None:
     """After a refused attempt the same order can be paid again."""
     # Given an order whose first attempt was refused
     reference = order_reference()
-    with pytest.raises(PaymentRefused):
-        attempt(provider, amount="5.00", reference=reference)
+    assert attempt(provider, amount="5.00", reference=reference).status == PaymentStatus.FAILED
 
     # When the shopper tries again with an accepted amount
     payment = attempt(provider, amount="50.00", reference=reference)
@@ -318,24 +358,27 @@ def test_lost_answer_leaves_outcome_unknown_and_blocks_new_attempts(provider: Ap
     )
     reference = order_reference()
 
-    # When the order is paid (by a shopper browsing in English)
-    with translation.override("en"), pytest.raises(PaymentOutcomeUnknown) as caught:
+    # When the order is paid
+    with pytest.raises(PaymentOutcomeUnknown):
         attempt(provider, reference=reference)
 
-    # Then the payment is unknown, the ledger says so, and the provider made one payment
+    # Then the payment is unknown with its request kept to send again, the ledger says so,
+    # and the provider made one payment
     payment = Payment.objects.get(external_reference=reference)
     assert payment.status == PaymentStatus.UNKNOWN
+    assert payment.create_request
     event = payment.events.get()
     assert event.kind == PaymentEventKind.OUTCOME_UNKNOWN
     assert (event.old_status, event.new_status) == (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
-    assert "charged twice" in caught.value.message
     assert len(provider.payments()) == 1
     hits = provider.fault_hits(fault)
     assert hits > 1  # the client retried with the same key
 
-    # When the shopper tries again with a new attempt key
-    with pytest.raises(PaymentAttemptBlocked):
+    # When the shopper tries again with a new attempt key (in English): told to wait, so as
+    # not to be charged twice
+    with translation.override("en"), pytest.raises(PaymentAttemptBlocked) as caught:
         attempt(provider, reference=reference)
+    assert "still being confirmed" in caught.value.message
 
     # Then the provider was not called and no new local payment exists
     assert provider.fault_hits(fault) == hits

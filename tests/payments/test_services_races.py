@@ -14,10 +14,19 @@ import pytest
 from django.db import connection
 
 from payments.calls import payment_cancel, payment_capture, payment_refund
-from payments.errors import InvalidAmount, PaymentInProgress, PaymentNotAllowed
+from payments.calls.create import payment_send_create
+from payments.errors import (
+    InvalidAmount,
+    PaymentInProgress,
+    PaymentNotAllowed,
+    PaymentOutcomeUnknown,
+)
 from payments.models import Payment, PaymentEventKind, PaymentStatus, Refund
-from tests.factories import PaymentFactory, create_now, order_reference
+from payments.queue import SEND_CREATE_TASK
+from payments.services import payment_attempt_store
+from tests.factories import PaymentFactory, order_reference
 from tests.support import Api
+from tests.webhooks.support import take_queued
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -133,18 +142,21 @@ def test_two_refunds_at_once_make_one_provider_call(provider: Api, admin_user) -
 
 # The second submission trails the first by 0-8 ms: the interleavings a double click makes.
 @pytest.mark.parametrize("lag_ms", range(9))
+@pytest.mark.usefixtures("empty_broker")
 def test_two_creates_with_the_same_attempt_key_make_one_provider_payment(
-    provider: Api, lag_ms: int
+    provider: Api, celery_app: Any, lag_ms: int
 ) -> None:
-    """The same checkout attempt submitted twice at once makes one payment, given to both."""
+    """The same checkout attempt submitted twice at once is one attempt, given to both, whose
+    create is queued once; its create sent twice at once (its task and the sweep's) makes one
+    provider payment."""
     # Given one attempt (key and card token) and a provider that takes 300 ms to create
     key = uuid.uuid4().hex
     reference = order_reference()
     token = provider.card_token()["id"]
     creates = provider.add_fault(path="/payments", method="POST", latency_ms=300)
 
-    def create() -> Payment:
-        return create_now(
+    def store() -> Payment:
+        return payment_attempt_store(
             external_reference=reference,
             attempt_key=key,
             amount=Decimal("250.00"),
@@ -158,18 +170,39 @@ def test_two_creates_with_the_same_attempt_key_make_one_provider_payment(
             webhook_url="",
         )
 
-    def create_later() -> Payment:
-        time.sleep(lag_ms / 1000)
-        return create()
+    def send() -> Payment:
+        return payment_send_create(payment=Payment.objects.get(idempotency_key=key))
+
+    def later(call: Callable[[], Payment]) -> Callable[[], Payment]:
+        def delayed() -> Payment:
+            time.sleep(lag_ms / 1000)
+            return call()
+
+        return delayed
 
     # When it is submitted twice at (nearly) the same moment
-    results = run_together(create, create_later)
+    stored = run_together(store, later(store))
 
-    # Then the provider made one payment and the shop holds one
-    assert provider.fault_hits(creates) == 1
-    assert len(provider.payments()) == 1
+    # Then the shop holds one attempt, given to both submissions (never "blocked"), and one
+    # send of its create is queued
     payment = Payment.objects.get(idempotency_key=key)
-    assert payment.status == PaymentStatus.APPROVED
+    assert [getattr(r, "pk", r) for r in stored] == [payment.pk, payment.pk]
     assert Payment.objects.filter(external_reference=reference).count() == 1
-    # And both submissions get that same payment (the same attempt is never "blocked")
-    assert [getattr(r, "pk", r) for r in results] == [payment.pk, payment.pk]
+    assert take_queued(celery_app) == [(SEND_CREATE_TASK, [payment.pk])]
+
+    # When its create is sent twice at (nearly) the same moment
+    sent = run_together(send, later(send))
+
+    # Then the provider made one payment, approved here, with nothing left to send; a send
+    # that met the other still in progress was told to try again
+    assert len(provider.payments()) == 1
+    assert provider.fault_hits(creates) <= 2
+    payment.refresh_from_db()
+    assert payment.provider_id == provider.payments()[0]["id"]
+    assert (payment.status, payment.create_request) == (PaymentStatus.APPROVED, "")
+    done, errors = split(sent)
+    assert done and all(r.pk == payment.pk for r in done), sent
+    assert all(isinstance(e, PaymentOutcomeUnknown) for e in errors), sent
+    # And sending it again (the task's retry) changes nothing
+    assert payment_send_create(payment=payment).status == PaymentStatus.APPROVED
+    assert len(provider.payments()) == 1
