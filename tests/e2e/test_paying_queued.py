@@ -4,7 +4,6 @@ live shop, the in-process worker, a live sandbox told to take its time."""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -19,17 +18,24 @@ from tests.support import THREE_DS, VISA
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def attempts_answered(page: Any) -> list[tuple[int, dict[str, Any]]]:
-    """The pay attempts the page posts, as (status, body) of their answers (filled as they
-    come)."""
-    answers: list[tuple[int, dict[str, Any]]] = []
+def is_attempt(request: Any) -> bool:
+    return request.method == "POST" and "/pagos/" in request.url
 
-    def seen(response: Any) -> None:
-        if response.request.method == "POST" and "/pagos/" in response.url:
-            answers.append((response.status, json.loads(response.body())))
 
-    page.on("response", seen)
-    return answers
+def attempts_posted(page: Any) -> list[Any]:
+    """The pay attempts the page posts (filled as they go)."""
+    posted: list[Any] = []
+    page.on("request", lambda request: posted.append(request) if is_attempt(request) else None)
+    return posted
+
+
+def pay_and_answer(shopper: Shopper) -> tuple[int, dict[str, Any], float]:
+    """Press Pay; the attempt's answer (status, body) and how long it took from the click."""
+    started = time.monotonic()
+    with shopper.page.expect_response(lambda response: is_attempt(response.request)) as answer:
+        shopper.pay()
+    response = answer.value
+    return response.status, response.json(), time.monotonic() - started
 
 
 def test_with_the_provider_taking_3_s_the_page_says_processing_then_paid(
@@ -41,16 +47,14 @@ def test_with_the_provider_taking_3_s_the_page_says_processing_then_paid(
     shop.api.add_fault(path="/payments", method="POST", latency_ms=3000)
     shopper = Shopper(page, shop)
     shopper.reach_payment_page()
-    answers = attempts_answered(page)
     shopper.type_card(VISA)
 
-    started = time.monotonic()
-    shopper.pay()
+    code, body, took = pay_and_answer(shopper)
 
+    assert (code, body["result"]) == (202, "processing")
+    assert took < 3  # answered before the provider was
     status = page.locator("#pay-status[role=status][aria-live=polite]")
     expect(status).to_have_text("Procesando tu pago…")
-    assert [(code, body["result"]) for code, body in answers] == [(202, "processing")]
-    assert time.monotonic() - started < 3  # answered before the provider was
     assert [p.status for p in shopper.payments()] == [PaymentStatus.CREATING]
     expect_paid_order_page(shopper)
     assert [p.status for p in shopper.payments()] == [PaymentStatus.APPROVED]
@@ -63,12 +67,11 @@ def test_the_3_d_secure_challenge_opens_from_the_polled_address(page: Any, shop:
     back, and the code passed there pays the order."""
     shopper = Shopper(page, shop)
     shopper.reach_payment_page()
-    answers = attempts_answered(page)
     shopper.type_card(THREE_DS)
-    shopper.pay()
+    code, body, _ = pay_and_answer(shopper)
 
+    assert (code, body["result"], body["three_ds_url"]) == (202, "processing", "")
     shopper.wait_for_challenge()
-    assert [(code, body["three_ds_url"]) for code, body in answers] == [(202, "")]
     (payment,) = shopper.payments()
     frame_url = page.locator("#threeds-frame iframe").get_attribute("src")
     assert frame_url == payment.three_ds_url
@@ -85,14 +88,11 @@ def test_a_double_click_on_pay_is_one_payment(page: Any, shop: Shop) -> None:
     shop.api.add_fault(path="/payments", method="POST", latency_ms=1500)
     shopper = Shopper(page, shop)
     shopper.reach_payment_page()
-    answers = attempts_answered(page)
-    posted: list[Any] = []
-    page.on(
-        "request", lambda r: posted.append(r) if r.method == "POST" and "/pagos/" in r.url else None
-    )
+    posted = attempts_posted(page)
     shopper.type_card(VISA)
 
-    page.locator("#pay-button").dblclick()
+    with page.expect_response(lambda response: is_attempt(response.request)):
+        page.locator("#pay-button").dblclick()
     expect(page.locator("#pay-status")).to_have_text("Procesando tu pago…")
     (first,) = posted
     again = page.request.post(
@@ -105,7 +105,7 @@ def test_a_double_click_on_pay_is_one_payment(page: Any, shop: Shop) -> None:
 
     assert again.status in (200, 202), again.text()
     expect_paid_order_page(shopper)
-    assert len(answers) == 1
+    assert len(posted) == 1
     (payment,) = shopper.payments()
     assert payment.status == PaymentStatus.APPROVED
     assert len(shopper.provider_payments()) == 1

@@ -41,8 +41,12 @@ def test_a_shopper_paying_while_redis_is_down_is_paid_once_it_is_back(
         shopper.type_card(VISA)
         shop.redis.close()
 
-        shopper.pay()
+        with page.expect_response(
+            lambda r: r.request.method == "POST" and "/pagos/" in r.url
+        ) as answer:
+            shopper.pay()
 
+        assert (answer.value.status, answer.value.json()["result"]) == (202, "processing")
         expect(page.locator("#pay-status")).to_have_text("Procesando tu pago…")
         (stored,) = shopper.payments()
         assert stored.status == PaymentStatus.CREATING and stored.create_request
