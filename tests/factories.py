@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 import factory
+from django.db import connection, transaction
 from django.utils import timezone
 
 from checkout.models import Order, OrderEvent, OrderItem, Product
@@ -20,8 +21,13 @@ from tests.support import VISA, Api
 
 
 def create_now(**attempt: Any) -> Payment:
-    """Store an attempt and send its create here and now, as its task does."""
-    return payment_send_create(payment=payment_attempt_store(**attempt))
+    """Store an attempt and send its create here and now, as its task does (its task is not
+    queued: a worker of the test would send it at the same time)."""
+    with transaction.atomic():
+        start = len(connection.run_on_commit)
+        stored = payment_attempt_store(**attempt)
+        del connection.run_on_commit[start:]
+    return payment_send_create(payment=stored)
 
 
 def order_reference() -> str:
