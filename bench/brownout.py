@@ -7,7 +7,8 @@ Celery workers (provider writes, provider reads, the shop's own) and beat, again
 of its own, on a database and a Redis database emptied first. Shoppers go through the
 storefront over HTTP: the product page, the cart, the order form (with its CSRF token), a card
 token made at the sandbox with the public key, then the pay attempt, and the status endpoint
-polled (every 0.5 s at first, backing off to 2 s) until the outcome is final.
+polled as the payment page does (every 0.5 s at first, backing off to 3 s) until the outcome
+is final.
 
 1. Baseline: the home page and the webhook receiver (valid notifications) under closed-loop load,
    4 connections each, the sandbox at its normal speed.
@@ -54,6 +55,8 @@ CUSTOMER = {
     "phone": "55 1234 5678", "street": "Avenida Juárez", "number": "12", "colony": "Centro",
     "city": "Puebla", "state": "Puebla", "postal_code": "72000", "country": "MX",
 }  # fmt: skip
+# Seconds between two questions of a shopper's page about its payment (static/js/payment.js).
+POLL_EVERY = (0.5, 0.5, 0.5, 0.5, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 3.0)
 LOAD_CONNECTIONS = 4  # home-page visitors, and notification senders, each a closed loop
 # A load request unanswered this long is a timeout, counted as an error and as this slow.
 LOAD_TIMEOUT = 60
@@ -164,7 +167,7 @@ class Shopper:
             if seen.result in FINAL:
                 seen.final = time.monotonic() - clicked
                 return seen
-            wait = min(2.0, 0.5 * 1.5 ** max(0, seen.polls - 3))
+            wait = POLL_EVERY[min(seen.polls, len(POLL_EVERY) - 1)]
             if time.monotonic() + wait > deadline:
                 return seen
             time.sleep(wait)

@@ -48,9 +48,12 @@ class PaymentOutcome:
         }
 
 
-def outcome_of(order: Order, payment: Payment | None) -> PaymentOutcome:
-    # What the order's payments say of it, as its sync (queued on their change) writes it.
-    order_status = derive_order_status(order_payments(order))
+def outcome_of(
+    order: Order, payment: Payment | None, attempts: list[Payment] | None = None
+) -> PaymentOutcome:
+    # What the order's payments (`attempts`, read here if not given) say of it, as its sync
+    # (queued on their change) writes it.
+    order_status = derive_order_status(order_payments(order) if attempts is None else attempts)
     if payment is None:
         return PaymentOutcome("unknown", order_status, "")
     messages = {
@@ -156,7 +159,7 @@ def order_check_payment(
     pending = payment is not None and payment.status == PaymentStatus.PENDING
     if refresh and pending and payment is not None and payment.provider_id:
         publish(REFRESH_TASK, payment.pk)
-    return outcome_of(order, payment)
+    return outcome_of(order, payment, attempts)
 
 
 def order_pending_challenge(

@@ -73,9 +73,9 @@
 
   // While the attempt is processed (its payment is created by the shop's worker) or its
   // outcome is being confirmed, the status is asked for again: every half second at first,
-  // then less often.
+  // then less often (a provider that takes its time is not asked about in a loop).
   var followTimer = null;
-  var followDelays = [500, 500, 500, 500, 1000, 1000, 1000, 2000];
+  var followDelays = [500, 500, 500, 500, 1000, 1000, 1000, 2000, 2000, 2000, 3000];
   var followed = 0;
 
   function follow(outcome) {
