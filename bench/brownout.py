@@ -137,6 +137,24 @@ class Shopper:
         token.raise_for_status()
         self.card_token = token.json()["id"]
 
+    def _attempt(self, path: str, body: dict[str, Any], timeout: float) -> requests.Response:
+        """The pay attempt; sent once more, the same attempt, when its connection failed
+        before an answer (as a browser does with a kept-alive connection the server had just
+        closed): the attempt id makes it one payment either way."""
+        for tries_left in (1, 0):
+            try:
+                return self.http.post(
+                    f"{self.shop}{path}",
+                    data=json.dumps(body),
+                    headers={"Content-Type": "application/json", "X-CSRFToken": self._csrf()},
+                    timeout=timeout,
+                )
+            except requests.ConnectionError:
+                if not tries_left:
+                    raise
+                time.sleep(0.5)
+        raise AssertionError("unreachable")
+
     def pay(self, attempt_path: str, status_path: str, timeout: float) -> Payment:
         """Click "pay": the pay attempt, then the status endpoint until the result is final (as
         the payment page does), for at most `timeout` seconds from the click."""
@@ -147,12 +165,7 @@ class Shopper:
                 "session_id": "bench-brownout", "user_agent": "bench-brownout"}  # fmt: skip
         outcome: dict[str, Any] = {}
         try:
-            answer = self.http.post(
-                f"{self.shop}{attempt_path}",
-                data=json.dumps(body),
-                headers={"Content-Type": "application/json", "X-CSRFToken": self._csrf()},
-                timeout=timeout,
-            )
+            answer = self._attempt(attempt_path, body, timeout)
             seen.answer = answer.status_code
             if answer.status_code in (200, 202):
                 outcome = answer.json()

@@ -5,7 +5,7 @@ Pages read only the shop's stored copy (the cache): the catalogue is fetched fro
 by a Celery task (`payments.calls.catalogue.payment_methods_refresh`, by beat every few minutes
 and once when a worker starts), which replaces the copy. A page that finds no copy queues one
 refresh (at most one on its way, by a marker in the cache) and renders without the catalogue,
-as while the provider is down.
+as while the provider is down. While Redis is away, a process shows the copy it read last.
 """
 
 from __future__ import annotations
@@ -62,16 +62,25 @@ class MethodOption:
     installment_pattern: str = ""
 
 
+class _LastRead:
+    """The copy this process read last: what its pages show while the cache cannot be read."""
+
+    entries: list[PaymentMethodEntry] | None = None
+
+
 def stored_catalogue() -> list[PaymentMethodEntry] | None:
-    """The stored copy of the catalogue; None when there is none (then one refresh is queued)
-    or the cache (Redis) cannot be read. Never calls the provider."""
+    """The stored copy of the catalogue; None when there is none (then one refresh is queued).
+    While the cache (Redis) cannot be read, the copy this process read last (None if it read
+    none). Never calls the provider."""
     try:
         entries: list[PaymentMethodEntry] | None = cache.get(CATALOGUE_CACHE_KEY)
     except Exception as exc:  # the cache (Redis) is unreachable: a refresh could not store it
         logger.warning("payment methods cache unavailable: %s", exc)
-        return None
+        return _LastRead.entries
     if entries is None:
         payment_methods_refresh_request()
+    else:
+        _LastRead.entries = entries
     return entries
 
 

@@ -255,15 +255,40 @@ def test_without_redis_the_page_renders_without_the_catalogue(
     monkeypatch: pytest.MonkeyPatch,
     catalogue_reads: list[str],
 ) -> None:
-    """Given the cache (Redis) unreachable, the payment page still renders (no 500), without
-    the catalogue, and does not call the provider (a refresh could not store its answer)."""
+    """Given the cache (Redis) unreachable in a process that never read the catalogue, the
+    payment page still renders (no 500), without the catalogue, and does not call the provider
+    (a refresh could not store its answer)."""
     order = order_of(browser, make_product, "289.00")
+    monkeypatch.setattr(payments.catalogue._LastRead, "entries", None)
     monkeypatch.setattr(payments.catalogue, "cache", BrokenCache())
 
     response = pay_page(browser, order)
 
     assert response.status_code == 200
     assert without_catalogue(html(response))
+    assert catalogue_reads == []
+
+
+def test_without_redis_the_page_shows_the_catalogue_the_process_read_last(
+    provider: Api,
+    browser: Client,
+    make_product,
+    monkeypatch: pytest.MonkeyPatch,
+    catalogue_reads: list[str],
+) -> None:
+    """Given a process that showed the stored catalogue, when the cache (Redis) becomes
+    unreachable, its payment page shows the same methods, and still calls no provider."""
+    order = order_of(browser, make_product, "289.00")
+    monkeypatch.setattr(payments.catalogue._LastRead, "entries", None)
+    before = html(pay_page(browser, order))
+    monkeypatch.setattr(payments.catalogue, "cache", BrokenCache())
+
+    response = pay_page(browser, order)
+
+    assert response.status_code == 200
+    assert not without_catalogue(before)
+    assert not without_catalogue(html(response))
+    assert html(response).one("button", id="pay-button")
     assert catalogue_reads == []
 
 
