@@ -15,7 +15,6 @@ from contextlib import suppress
 from dataclasses import dataclass
 from decimal import Decimal
 
-from celery import current_app
 from django.core.cache import cache
 from django.db import transaction
 from django.utils.functional import Promise
@@ -23,6 +22,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from payments.pesos import pesos
+from payments.queue import send_at_once
 from payments.types import PaymentMethodEntry
 
 logger = logging.getLogger(__name__)
@@ -107,11 +107,7 @@ def payment_methods_refresh_request() -> bool:
 
 def _send_refresh() -> None:
     try:
-        with current_app.producer_or_acquire() as producer:
-            # A broker that is down fails here at once, not after seconds of reconnecting
-            # while the page waits.
-            producer.connection.ensure_connection(max_retries=0)
-            current_app.send_task(REFRESH_TASK, retry=False, producer=producer)
+        send_at_once(REFRESH_TASK)
     except Exception as exc:
         logger.warning("payment methods refresh not queued: %s", exc)
         with suppress(Exception):  # the next page tries again

@@ -60,20 +60,22 @@ def publish(task: str, payment_id: int, *, countdown: float = 0) -> bool:
         logger.warning("%s for payment %s not queued: %s", task, payment_id, exc)
         return False
     try:
-        with current_app.producer_or_acquire() as producer:
-            producer.connection.ensure_connection(max_retries=0)
-            current_app.send_task(
-                task,
-                args=(payment_id,),
-                countdown=countdown or None,
-                retry=False,
-                producer=producer,
-            )
+        send_at_once(task, (payment_id,), countdown=countdown)
     except Exception as exc:
         logger.warning("%s for payment %s not queued: %s", task, payment_id, exc)
         unmark(task, payment_id)
         return False
     return True
+
+
+def send_at_once(task: str, args: tuple[object, ...] = (), *, countdown: float = 0) -> None:
+    """Send `task` by name now; a broker that is down raises at once (kombu would otherwise
+    keep reconnecting for seconds while a page waits)."""
+    with current_app.producer_or_acquire() as producer:
+        producer.connection.ensure_connection(max_retries=0)
+        current_app.send_task(
+            task, args=args, countdown=countdown or None, retry=False, producer=producer
+        )
 
 
 def publish_on_commit(task: str, payment_id: int, *, countdown: float = 0) -> None:
