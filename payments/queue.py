@@ -68,13 +68,22 @@ def publish(task: str, payment_id: int, *, countdown: float = 0) -> bool:
     return True
 
 
-def send_at_once(task: str, args: tuple[object, ...] = (), *, countdown: float = 0) -> None:
-    """Send `task` by name now; a broker that is down raises at once (kombu would otherwise
-    keep reconnecting for seconds while a page waits)."""
+def send_at_once(
+    task: str, args: tuple[object, ...] = (), *, countdown: float = 0, queue: str | None = None
+) -> None:
+    """Send `task` by name now (to `queue`, else where the settings route it); a broker that
+    is down raises at once (kombu would otherwise keep reconnecting for seconds while a page
+    waits)."""
+    options: dict[str, object] = {"queue": queue} if queue else {}
     with current_app.producer_or_acquire() as producer:
         producer.connection.ensure_connection(max_retries=0)
         current_app.send_task(
-            task, args=args, countdown=countdown or None, retry=False, producer=producer
+            task,
+            args=args,
+            countdown=countdown or None,
+            retry=False,
+            producer=producer,
+            **options,
         )
 
 

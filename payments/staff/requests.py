@@ -6,7 +6,6 @@ import logging
 import uuid
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, transaction
@@ -16,6 +15,7 @@ from django.utils.translation import gettext as _
 
 from payments.errors import PaymentInProgress
 from payments.models import OPEN_ACTION_STATES, Payment, StaffAction
+from payments.queue import send_at_once
 from payments.services.claims import claim_payment
 from payments.services.records import Actor, acting_user
 from payments.staff.kinds import kind_named
@@ -94,7 +94,7 @@ def queue_on_commit(action: StaffAction) -> None:
 def send(action: StaffAction) -> None:
     """Queue the action's task now, on the provider's reads queue for a kind that only reads
     (the writes queue otherwise, by the settings' routes)."""
-    options: dict[str, Any] = {"retry": False}
-    if kind_named(action.kind).reads:
-        options["queue"] = settings.CELERY_QUEUE_PROVIDER_READS
-    current_app.send_task(RUN_TASK, args=(action.pk,), **options)
+    reads = kind_named(action.kind).reads
+    send_at_once(
+        RUN_TASK, (action.pk,), queue=settings.CELERY_QUEUE_PROVIDER_READS if reads else None
+    )
