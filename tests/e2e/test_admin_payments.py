@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.urls import reverse
 from playwright.sync_api import expect
 
@@ -229,8 +230,9 @@ def test_two_staff_capture_and_cancel_at_once_one_wins(
     order = paid_order(staff_shop.api, (products["blusa"], 1))
     payment = payment_of(order)
     staff_shop.api.add_fault(path="/payments", method="PATCH", latency_ms=1500)
+    get_user_model().objects.create_superuser("supervisora", "sup@tienda.example", "otra-2026")
     capturer = log_in(e2e_browser, staff_shop, "admin", "tienda-demo-2026", locale="en-US")
-    canceller = log_in(e2e_browser, staff_shop, "admin", "tienda-demo-2026", locale="en-US")
+    canceller = log_in(e2e_browser, staff_shop, "supervisora", "otra-2026", locale="en-US")
     try:
         for who, action in ((capturer, "capture"), (canceller, "cancel")):
             who.goto(
