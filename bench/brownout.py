@@ -46,15 +46,11 @@ from typing import Any
 import requests
 
 from bench import runtime
+from tools import soak
 
 FINAL = ("approved", "authorized", "rejected", "failed")
 PAID = ("approved", "authorized")
 CARD = "4242424242424242"  # approved (authorized with manual capture)
-CUSTOMER = {
-    "first_name": "Lucía", "last_name": "Brownout", "email": "lucia@example.com",
-    "phone": "55 1234 5678", "street": "Avenida Juárez", "number": "12", "colony": "Centro",
-    "city": "Puebla", "state": "Puebla", "postal_code": "72000", "country": "MX",
-}  # fmt: skip
 # Seconds between two questions of a shopper's page about its payment (static/js/payment.js).
 POLL_EVERY = (0.5, 0.5, 0.5, 0.5, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 3.0)
 LOAD_CONNECTIONS = 4  # home-page visitors, and notification senders, each a closed loop
@@ -90,42 +86,24 @@ class Payment:
 _addresses = itertools.count(1)
 
 
-class Shopper:
-    """A shopper's browser as plain HTTP, from an address of its own (behind the proxy, as
-    docs/deployment.md runs the shop: the per-address limits count shoppers, not the bench)."""
+class Shopper(soak.Shopper):
+    """A shopper's browser as plain HTTP (the soak's walk through the storefront), from an
+    address of its own (behind the proxy, as docs/deployment.md runs the shop: the per-address
+    limits count shoppers, not the bench)."""
 
     def __init__(self, shop: str, sandbox: str) -> None:
-        self.shop, self.sandbox, self.http = shop, sandbox, requests.Session()
+        super().__init__(shop)
+        self.sandbox = sandbox
         n = next(_addresses)
         self.http.headers["X-Forwarded-For"] = f"10.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"
-        self.reference = self.card_token = ""
+        self.card_token = ""
 
-    def _csrf(self) -> str:
-        return self.http.cookies.get("csrftoken", "")
-
-    def place_order(self, slug: str) -> None:
-        """The product page, one item into the cart, the order form: the order's reference."""
-        self.http.get(f"{self.shop}/productos/{slug}/", timeout=30).raise_for_status()
-        added = self.http.post(
-            f"{self.shop}/carrito/agregar/{slug}/",
-            {"quantity": 1, "csrfmiddlewaretoken": self._csrf()},
-            allow_redirects=False,
-            timeout=30,
-        )
-        if added.status_code != 302:
-            raise RuntimeError(f"not added to the cart: {added.status_code}")
-        self.http.get(f"{self.shop}/checkout/", timeout=30).raise_for_status()
-        placed = self.http.post(
-            f"{self.shop}/checkout/",
-            {**CUSTOMER, "csrfmiddlewaretoken": self._csrf()},
-            allow_redirects=False,
-            timeout=30,
-        )
-        location = placed.headers.get("Location", "").rstrip("/").split("/")
-        if placed.status_code != 302 or len(location) < 2:
-            raise RuntimeError(f"order not placed: {placed.status_code}")
-        self.reference = location[-2]  # /pedidos/<reference>/pagar/
-        self.http.get(f"{self.shop}{placed.headers['Location']}", timeout=30).raise_for_status()
+    def place_order(self, slug: str) -> str:
+        """The product page, one item into the cart, the order form, the pay page, and a card
+        token: the order's reference."""
+        self.reference = super().place_order(slug)
+        pay_page = f"{self.shop}/pedidos/{self.reference}/pagar/"
+        self.http.get(pay_page, timeout=30).raise_for_status()
         # What the provider's card form does in the browser, with the public key.
         token = requests.post(
             f"{self.sandbox}/card_tokens",
@@ -136,6 +114,7 @@ class Shopper:
         )  # fmt: skip
         token.raise_for_status()
         self.card_token = token.json()["id"]
+        return self.reference
 
     def _attempt(self, path: str, body: dict[str, Any], timeout: float) -> requests.Response:
         """The pay attempt; sent once more, the same attempt, when its connection failed
@@ -155,7 +134,7 @@ class Shopper:
                 time.sleep(0.5)
         raise AssertionError("unreachable")
 
-    def pay(self, attempt_path: str, status_path: str, timeout: float) -> Payment:
+    def click_pay(self, attempt_path: str, status_path: str, timeout: float) -> Payment:
         """Click "pay": the pay attempt, then the status endpoint until the result is final (as
         the payment page does), for at most `timeout` seconds from the click."""
         seen = Payment(self.reference)
@@ -229,7 +208,7 @@ def pay_all(shoppers: list[Shopper], row: str, timeout: float, at_once: int) -> 
         status = reverse("checkout:payment_status", kwargs={"reference": shopper.reference})
         if start is not None:
             start.wait()
-        return shopper.pay(attempt, status, timeout)
+        return shopper.click_pay(attempt, status, timeout)
 
     return in_threads(pay, shoppers, threads=at_once)
 
