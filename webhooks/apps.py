@@ -34,6 +34,8 @@ def settings_problems() -> list[str]:
         )
     if settings.WEBHOOKS_RELAY_EVERY < 1 or settings.PAYMENTS_RECONCILE_EVERY < 1:
         problems.append("WEBHOOKS_RELAY_EVERY and PAYMENTS_RECONCILE_EVERY must be at least 1.")
+    if settings.WEBHOOKS_KEEP_DAYS < 1:
+        problems.append("WEBHOOKS_KEEP_DAYS must be at least 1.")
     if settings.WEBHOOKS_MAX_BODY_BYTES < 256:
         problems.append("WEBHOOKS_MAX_BODY_BYTES must be at least 256.")
     if settings.WEBHOOKS_MAX_RETRIES < 0 or settings.WEBHOOKS_RETRY_BACKOFF < 1:

@@ -18,6 +18,15 @@ class WebhookState(models.TextChoices):
     FAILED = "failed", _("Failed")  # retries ran out; staff can retry it from the admin
 
 
+# Notifications whose processing is over for good: retention deletes them once old enough.
+# (Failed ones are not: a retry may still make them processed.)
+FINISHED = [WebhookState.PROCESSED, WebhookState.UNMATCHED]
+
+# The start of `last_error` of the notifications a task gave up on because the provider could
+# not be reached: the relay tries them again by itself.
+GAVE_UP = "Gave up after retries: "
+
+
 class EventType(models.TextChoices):
     INSERT = "INSERT", _("Payment created")
     UPDATE = "UPDATE", _("Status changed")
@@ -53,6 +62,20 @@ class WebhookEvent(models.Model):
         indexes = [
             models.Index(fields=["provider_payment_id", "state"], name="webhook_payment_state"),
             models.Index(fields=["state", "received_at"], name="webhook_state_received"),
+            # Retention: finished notifications, by when they finished (webhooks.retention).
+            models.Index(
+                fields=["processed_at"],
+                name="webhook_finished",
+                condition=models.Q(state__in=FINISHED),
+            ),
+            # The relay's second look: notifications given up on while the provider could not
+            # be reached, by when (webhooks.services.webhook_relay); the failed ones left for
+            # staff are not in it, so the relay never reads them.
+            models.Index(
+                fields=["processed_at"],
+                name="webhook_given_up",
+                condition=models.Q(state=WebhookState.FAILED, last_error__startswith=GAVE_UP),
+            ),
         ]
         permissions = [("process_webhookevent", "Can retry and replay webhook events")]
 

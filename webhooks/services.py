@@ -15,13 +15,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from webhooks.models import WebhookEvent, WebhookState
+from webhooks.models import GAVE_UP, WebhookEvent, WebhookState
 from webhooks.notifications import Notification
 from webhooks.queue import enqueue_processing, queue_now
 
 logger = logging.getLogger(__name__)
 
-GAVE_UP = "Gave up after retries: "  # the provider could not be reached: the schedule tries again
 # The longest wait between two schedule retries: after an outage ends, a notification given up
 # on is tried again within this (and a relay's interval), the bound the README states.
 FAILED_RETRY_MAX = timedelta(minutes=10)
@@ -56,6 +55,23 @@ def _failed_wait(attempts: int) -> timedelta:
     return min(base * 2 ** min(rounds - 1, 10), FAILED_RETRY_MAX)
 
 
+def _failed_wait_over(now: datetime) -> Q:
+    """Events given up on whose wait (`_failed_wait`, by their attempts) is over, as one
+    condition for the database: a few ranges of attempts (as many as the wait has steps below
+    its ten minutes), each with its wait. Only rows the relay will take are read."""
+    per_round = settings.WEBHOOKS_MAX_RETRIES + 1
+    # The shortest wait first, alone: the range the index `webhook_given_up` is read in.
+    shortest = Q(processed_at__lt=now - _failed_wait(0))
+    over = Q(processed_at__lt=now - FAILED_RETRY_MAX)
+    for rounds in range(1, 12):
+        wait = _failed_wait(rounds * per_round)
+        if wait >= FAILED_RETRY_MAX:
+            break
+        # Rounds 0 and 1 wait the same; every later round waits at least as long.
+        over |= Q(attempts__lt=(rounds + 1) * per_round, processed_at__lt=now - wait)
+    return shortest & over
+
+
 def webhook_relay(
     *, limit: int = 500, older_than: timedelta | None = None, now: datetime | None = None
 ) -> int:
@@ -63,7 +79,9 @@ def webhook_relay(
     process died), claimed by a task that did not finish within `WEBHOOKS_CLAIM_LEASE` (its
     worker died), or given up on while the provider could not be reached, once their wait
     (`_failed_wait`) is over: nothing waits for staff. Rows are locked with SKIP LOCKED, so
-    relays running at once share the work. Returns how many events were relayed."""
+    relays running at once share the work. Two indexed selects and one update however many
+    rows: failed events left for staff, or still waiting their turn, are not read at all.
+    Returns how many events were relayed."""
     now = now or timezone.now()
     if older_than is None:
         older_than = timedelta(seconds=settings.WEBHOOKS_RELAY_AFTER)
@@ -74,11 +92,8 @@ def webhook_relay(
         state=WebhookState.PROCESSING,
         claimed_at__lt=now - timedelta(seconds=settings.WEBHOOKS_CLAIM_LEASE),
     )
-    given_up = Q(
-        state=WebhookState.FAILED,
-        last_error__startswith=GAVE_UP,
-        processed_at__lt=now - _failed_wait(0),
-    )
+    # The conditions of the index `webhook_given_up`, as they are written there.
+    given_up = Q(state=WebhookState.FAILED, last_error__startswith=GAVE_UP)
     with transaction.atomic():
         locked = WebhookEvent.objects.select_for_update(skip_locked=True)
         rows = list(
@@ -86,18 +101,15 @@ def webhook_relay(
             .order_by("received_at", "pk")
             .values_list("pk", "provider_payment_id")[:limit]
         )
-        # Given up on, the longest waiting first; each waits by its rounds of retries. (Apart
-        # from the rows above, so that failed rows still waiting never crowd them out.)
-        failed = (
-            locked.filter(given_up)
-            .order_by("processed_at", "pk")
-            .values_list("pk", "provider_payment_id", "processed_at", "attempts")
-        )
-        rows += [
-            (pk, payment_id)
-            for pk, payment_id, processed_at, attempts in failed[: limit - len(rows)]
-            if processed_at < now - _failed_wait(attempts)
-        ]
+        # Given up on, the longest waiting first. (Apart from the rows above, so that failed
+        # rows never crowd them out.)
+        if len(rows) < limit:
+            rows += list(
+                locked.filter(given_up)
+                .filter(_failed_wait_over(now))
+                .order_by("processed_at", "pk")
+                .values_list("pk", "provider_payment_id")[: limit - len(rows)]
+            )
         if not rows:
             return 0
         WebhookEvent.objects.filter(pk__in=[pk for pk, _ in rows]).update(

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from webhooks.processing import RetryLater, webhook_give_up, webhook_hold, webhook_process
+from webhooks.retention import webhooks_prune
 from webhooks.services import webhook_relay
 
 
@@ -42,3 +43,9 @@ def webhook_process_task(self: Task, payment_id: str) -> str:
 def webhook_relay_task() -> int:
     """Queue again the notifications the broker never got (beat, every minute)."""
     return webhook_relay()
+
+
+@shared_task(ignore_result=True)
+def webhooks_prune_task() -> int:
+    """Delete the notifications finished over WEBHOOKS_KEEP_DAYS ago (beat, hourly)."""
+    return webhooks_prune()

@@ -268,7 +268,39 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": 300.0,
         "options": {"expires": 270},
     },
+    # Retention (docs/deployment.md, "Retention"): what is not a financial record is pruned
+    # after a set time, in small batches, each run within a budget the next run continues from.
+    "webhooks-prune": {
+        "task": "webhooks.tasks.webhooks_prune_task",
+        "schedule": 3600.0,
+        "options": {"expires": 3000},
+    },
+    "mails-prune": {
+        "task": "checkout.tasks.mails_prune_task",
+        "schedule": 3600.0,
+        "options": {"expires": 3000},
+    },
+    "sessions-prune": {
+        "task": "checkout.tasks.sessions_prune_task",
+        "schedule": 86400.0,
+        "options": {"expires": 82800},
+    },
 }
+# Retention: the sent mails' text (subject and plain-text body, shown to staff on the order) is
+# blanked this many days after it was sent; the mail's row (kind, event, amounts, dates) stays.
+SHOP_MAIL_KEEP_DAYS = env_int("SHOP_MAIL_KEEP_DAYS", 90)
+# Each pruning statement deletes or blanks at most this many rows (a short lock, a short
+# transaction), and a run stops after this many rows or seconds: the next run goes on.
+SHOP_RETENTION_BATCH_SIZE = env_int("SHOP_RETENTION_BATCH_SIZE", 1000)
+SHOP_RETENTION_RUN_ROWS = env_int("SHOP_RETENTION_RUN_ROWS", 100_000)
+SHOP_RETENTION_RUN_SECONDS = env_int("SHOP_RETENTION_RUN_SECONDS", 60)
+if min(SHOP_MAIL_KEEP_DAYS, SHOP_RETENTION_BATCH_SIZE, SHOP_RETENTION_RUN_ROWS) < 1:
+    raise ImproperlyConfigured(
+        "SHOP_MAIL_KEEP_DAYS, SHOP_RETENTION_BATCH_SIZE and SHOP_RETENTION_RUN_ROWS must be at "
+        "least 1"
+    )
+if SHOP_RETENTION_RUN_SECONDS < 0:
+    raise ImproperlyConfigured("SHOP_RETENTION_RUN_SECONDS must be 0 or more")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -415,6 +447,9 @@ WEBHOOKS_RETRY_BACKOFF_MAX = env_int("WEBHOOKS_RETRY_BACKOFF_MAX", 300)
 # Provider lookups a minute for payment ids the shop does not know (a flood of invented ids must
 # not become a flood of provider calls); the rest wait for the relay.
 WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = env_int("WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE", 60)
+# Notifications finished (processed, or unmatched) this many days ago are deleted by beat (hourly,
+# in batches); failed ones stay until staff or the relay resolve them, then age like the others.
+WEBHOOKS_KEEP_DAYS = env_int("WEBHOOKS_KEEP_DAYS", 90)
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "pedidos@tienda.example")

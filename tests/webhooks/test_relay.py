@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tests.webhooks.processing_support import CaptureCallbacks, events, notify
@@ -325,3 +326,90 @@ def test_the_relay_command_with_all_and_any_age_ends(monkeypatch: pytest.MonkeyP
     assert passes == [1, 0]
     assert out.getvalue().strip() == "1 webhook event(s) relayed."
     assert [e.state for e in events(pks)] == [WebhookState.RECEIVED]
+
+
+def given_up(payment_id: str, minutes_ago: float, attempts: int, now: Any) -> int:
+    """A notification a task gave up on `minutes_ago`, after `attempts` attempts."""
+    [pk] = notify(
+        payment_id,
+        state=WebhookState.FAILED,
+        received_at=now - timedelta(hours=2),
+        processed_at=now - timedelta(minutes=minutes_ago),
+        attempts=attempts,
+        last_error="Gave up after retries: The payment service is not reachable.",
+    )
+    return pk
+
+
+@pytest.mark.django_db
+def test_failed_events_still_waiting_never_crowd_out_failed_ones_that_are_due(
+    settings: Any, celery_app: Any, django_capture_on_commit_callbacks: CaptureCallbacks
+) -> None:
+    """The database picks only the failed events whose wait is over: older events still
+    waiting (a later round of retries waits longer) take no place in the relay's batch."""
+    settings.WEBHOOKS_MAX_RETRIES = 8
+    settings.WEBHOOKS_RETRY_BACKOFF_MAX = 300
+    now = timezone.now()
+    for _ in range(3):  # failed 9 minutes ago after a second round: they wait ten minutes
+        given_up(str(uuid.uuid4()), 9, 18, now)
+    due = given_up(str(uuid.uuid4()), 6, 9, now)  # a first round: waits five minutes
+
+    with django_capture_on_commit_callbacks(execute=True):
+        relayed = webhook_relay(limit=1, now=now)
+
+    assert relayed == 1
+    assert [e.state for e in events([due])] == [WebhookState.RECEIVED]
+    take_queued(celery_app)
+
+
+@pytest.mark.django_db
+def test_the_relay_costs_the_same_queries_however_many_events_it_relays(
+    settings: Any, celery_app: Any, django_capture_on_commit_callbacks: CaptureCallbacks
+) -> None:
+    """Two selects and one update, whether it relays one event or thirty (lost and failed)."""
+    settings.WEBHOOKS_RETRY_BACKOFF_MAX = 300
+    now = timezone.now()
+
+    def relay_counting() -> tuple[int, int]:
+        with CaptureQueriesContext(connection) as run:
+            with django_capture_on_commit_callbacks(execute=True):
+                relayed = webhook_relay(now=now)
+        take_queued(celery_app)
+        return relayed, len(run.captured_queries)
+
+    notify(str(uuid.uuid4()), received_at=now - timedelta(minutes=5))
+    given_up(str(uuid.uuid4()), 11, 9, now)
+    few = relay_counting()
+    for _ in range(15):
+        notify(str(uuid.uuid4()), received_at=now - timedelta(minutes=5))
+        given_up(str(uuid.uuid4()), 11, 9, now)
+    many = relay_counting()
+
+    assert (few[0], many[0]) == (2, 30)
+    assert few[1] == many[1]
+
+
+@pytest.mark.django_db
+def test_the_relay_reads_failed_events_through_the_index_of_those_given_up(
+    settings: Any, celery_app: Any, django_capture_on_commit_callbacks: CaptureCallbacks
+) -> None:
+    """The select of failed events can be served by the partial index `webhook_given_up`, which
+    holds only those given up on while the provider could not be reached: failed events left
+    for staff are never read, however many there are."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the plans are PostgreSQL's")
+    now = timezone.now()
+    given_up(str(uuid.uuid4()), 30, 9, now)
+    with CaptureQueriesContext(connection) as run:
+        with django_capture_on_commit_callbacks(execute=True):
+            webhook_relay(now=now)
+    take_queued(celery_app)
+    [select] = [q["sql"] for q in run.captured_queries if "LIKE" in q["sql"]]
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {select}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("SET LOCAL enable_seqscan = on")
+
+    assert "webhook_given_up" in plan
