@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.formats import date_format
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from checkout.admin_actions import OrderActionsMixin, available_actions
@@ -62,7 +63,7 @@ class OrderMailInline(admin.TabularInline):
     model = OrderMail
     extra = 0
     can_delete = False
-    fields = ["kind", "amount_shown", "created_at", "sent"]
+    fields = ["kind", "amount_shown", "created_at", "sent", "text_sent"]
     readonly_fields = fields
     ordering = ["created_at", "id"]
 
@@ -88,6 +89,21 @@ class OrderMailInline(admin.TabularInline):
         if obj.sent_at is None:
             return str(_("not sent yet"))
         return date_format(timezone.localtime(obj.sent_at), "DATETIME_FORMAT")
+
+    @admin.display(description=_("message"))
+    def text_sent(self, obj: OrderMail) -> str:
+        """What the customer was told (its subject, and the text under it), while it is kept
+        (SHOP_MAIL_KEEP_DAYS after sending: checkout.services.retention)."""
+        if obj.body:
+            return format_html(
+                '<details><summary>{}</summary><div style="white-space: pre-wrap; '
+                'max-width: 48em">{}</div></details>',
+                obj.subject,
+                obj.body,
+            )
+        if obj.sent_at is None:
+            return "—"
+        return str(_("text not kept"))
 
 
 @admin.register(Order)

@@ -259,6 +259,10 @@ class OrderMail(models.Model):
     )
     created_at = models.DateTimeField(_("due since"), default=timezone.now)
     sent_at = models.DateTimeField(_("sent"), null=True, blank=True)
+    # What the customer was told, as sent (the plain-text part), for staff: kept
+    # SHOP_MAIL_KEEP_DAYS after sending, then blanked (checkout.services.retention).
+    subject = models.CharField(_("subject"), max_length=255, blank=True)
+    body = models.TextField(_("text"), blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -268,7 +272,11 @@ class OrderMail(models.Model):
         indexes = [
             models.Index(
                 fields=["created_at"], name="order_mail_unsent", condition=models.Q(sent_at=None)
-            )
+            ),
+            # Retention: the mails whose text is still kept, by when they were sent.
+            models.Index(
+                fields=["sent_at"], name="order_mail_text_kept", condition=~models.Q(body="")
+            ),
         ]
         verbose_name = _("mail to the customer")
         verbose_name_plural = _("mails to the customer")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from checkout.services import mail, orders, reservations
+from checkout.services import mail, orders, reservations, retention
 from checkout.services.duplicate_charges import ReleasePending, order_release_duplicates
 
 
@@ -98,3 +98,18 @@ def order_mails_sweep_task() -> int:
         order_mail_send_task.delay(mail_id)
         queued += 1
     return queued
+
+
+# --- Retention (docs/deployment.md, "Retention") ----------------------------------------------
+
+
+@shared_task(ignore_result=True)
+def mails_prune_task() -> int:
+    """Blank the text of the mails sent over SHOP_MAIL_KEEP_DAYS ago (beat, hourly)."""
+    return retention.mails_prune()
+
+
+@shared_task(ignore_result=True)
+def sessions_prune_task() -> int:
+    """Delete the expired browser sessions (beat, daily)."""
+    return retention.sessions_prune()

@@ -180,8 +180,11 @@ def order_mail_send(*, mail_id: int) -> bool:
                 "order %s: %s mail not sent; tried again later", mail.order.reference, mail.kind
             )
             raise
+        # What the customer was told, for staff (blanked after SHOP_MAIL_KEEP_DAYS).
         mail.sent_at = timezone.now()
-        mail.save(update_fields=["sent_at"])
+        mail.subject = message.subject[:255]
+        mail.body = message.body
+        mail.save(update_fields=["sent_at", "subject", "body"])
     logger.info("order %s: %s mail sent", mail.order.reference, mail.kind)
     return True
 

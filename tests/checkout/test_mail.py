@@ -236,6 +236,35 @@ def test_each_mail_is_html_and_text_in_the_orders_language_with_its_link_and_amo
         assert names[language] in text and names[language] in page
 
 
+@pytest.mark.parametrize("language", ["es", "en"])
+def test_a_sent_mail_keeps_the_subject_and_text_it_sent(
+    blusa: Product,
+    taza: Product,
+    language: str,
+    django_capture_on_commit_callbacks: Any,
+    run_queued: Any,
+) -> None:
+    """When a mail goes out, its row keeps the subject and the plain-text body the customer
+    got (for staff, until SHOP_MAIL_KEEP_DAYS); a mail not sent yet keeps nothing."""
+    order = order_of(blusa, taza, language)
+    paid(order)
+    queue(order, django_capture_on_commit_callbacks)
+    assert set(OrderMail.objects.filter(order=order).values_list("subject", "body")) == {("", "")}
+
+    run_queued()
+
+    for row in OrderMail.objects.filter(order=order):
+        [message] = [
+            m
+            for m in sent_for(order)
+            if m.extra_headers["Message-ID"].startswith(f"<order-mail-{row.pk}.")
+        ]
+        assert (row.subject, row.body) == (message.subject, message.body)
+        assert order.reference in row.subject and WORDS["received"][language] in (
+            OrderMail.objects.get(order=order, kind="received").body
+        )
+
+
 def test_spanish_mails_speak_to_the_shopper_as_tu(
     blusa: Product, taza: Product, django_capture_on_commit_callbacks: Any, run_queued: Any
 ) -> None:
