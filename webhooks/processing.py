@@ -23,9 +23,8 @@ from django.utils import timezone
 from payments.errors import PaymentError, PaymentInProgress, ProviderDown
 from payments.models import Payment
 from payments.reconciliation import SyncOutcome, payment_sync
-from webhooks.models import WebhookEvent, WebhookState
+from webhooks.models import GAVE_UP, WebhookEvent, WebhookState
 from webhooks.queue import unmark_queued
-from webhooks.services import GAVE_UP
 
 logger = logging.getLogger(__name__)
 
