@@ -9,6 +9,7 @@ and apply it monotonically through `payment_apply`.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -19,9 +20,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from payments import ledger
+from payments import ledger, read_budget, read_schedule
 from payments.calls import payment_refresh
-from payments.client import get_client
+from payments.calls.refresh import read_payment
 from payments.errors import (
     NotFound,
     PaymentError,
@@ -41,7 +42,7 @@ from payments.models import (
 from payments.selectors import (
     authorizations_expired,
     authorizations_to_warn,
-    payments_to_reconcile,
+    payments_due_for_check,
     payments_unresolved,
 )
 from payments.services import payment_apply
@@ -68,7 +69,7 @@ class SyncResult:
 def _fetch(provider_id: str) -> ProviderPayment | None:
     with provider_errors():
         try:
-            return get_client().get_payment(provider_id)
+            return read_payment(provider_id)
         except NotFound:
             return None
 
@@ -191,14 +192,16 @@ class ReconcileReport:
     changed: int = 0
     failed: int = 0
     unresolved: int = 0
-    stopped_early: bool = False
+    stopped_early: bool = False  # the provider is down: the rest wait for the next run
+    left_for_later: bool = False  # the minute's read budget, or the run's time, was spent
 
 
-def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> ReconcileReport:
-    """Refresh payments that are not final and may have moved without telling us: pending for
-    over 10 minutes, authorized or approved and not read for a while (the creates whose outcome
-    is unknown are sent again by their own task and its sweep). Stops at the first sign that
-    the provider is down, so a schedule never hammers it."""
+def payments_reconcile(*, limit: int | None = None, now: datetime | None = None) -> ReconcileReport:
+    """Read the payments whose scheduled read is due (payments.read_schedule: a handful of reads
+    in a payment's life, decaying with the time since its last change), as many as this
+    minute's read budget leaves (`limit` instead, when given), within the run's time. Stops at
+    the first sign that the provider is down, so a schedule never hammers it. The creates whose
+    outcome is unknown are sent again by their own task and its sweep."""
     now = now or timezone.now()
     report = ReconcileReport(unresolved=payments_unresolved(now=now))
     if report.unresolved:
@@ -207,29 +210,47 @@ def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> Reco
             "%d payment attempt(s) have an unknown outcome and no provider id yet",
             report.unresolved,
         )
-    for payment in payments_to_reconcile(now=now, limit=limit):
+    allowance = read_budget.reads_left() if limit is None else limit
+    due = payments_due_for_check(now=now, limit=allowance + 1)
+    report.left_for_later = len(due) > allowance
+    deadline = time.monotonic() + settings.PAYMENTS_RECONCILE_EVERY * 0.8
+    for payment in due[:allowance]:
+        if time.monotonic() > deadline:
+            report.left_for_later = True
+            break
         before = _amounts(payment)
         report.checked += 1
         try:
-            refreshed = payment_refresh(payment=payment)
+            refreshed = payment_refresh(payment=payment, scheduled=True)
         except ProviderDown:
             report.stopped_early = True
             logger.warning("reconciliation stopped: the payment service is not reachable")
             break
         except PaymentError as exc:
             report.failed += 1
+            _postpone(payment, now)
             logger.warning("reconciliation of payment %s failed: %s", payment.pk, exc.message)
             continue
         if _amounts(refreshed) != before:
             report.changed += 1
     if report.checked:
         logger.info(
-            "reconciliation: %d checked, %d changed, %d failed",
+            "reconciliation: %d checked, %d changed, %d failed%s",
             report.checked,
             report.changed,
             report.failed,
+            " (more due: left for the next run)" if report.left_for_later else "",
         )
     return report
+
+
+def _postpone(payment: Payment, now: datetime) -> None:
+    """A scheduled read the provider refused (not found, an anomaly): the schedule moves on
+    rather than asking again every run."""
+    read_schedule.advance(payment, now=now)
+    Payment.objects.filter(pk=payment.pk).update(
+        **{field: getattr(payment, field) for field in read_schedule.SCHEDULE_FIELDS}
+    )
 
 
 @dataclass
@@ -268,7 +289,7 @@ def authorizations_watch(*, now: datetime | None = None) -> WatchReport:
             "Capture or cancel them in the admin before they expire:\n\n" + "\n".join(lines),
             fail_silently=True,
         )
-    for payment in authorizations_expired(now=now):
+    for payment in authorizations_expired(now=now, limit=read_budget.reads_left()):
         try:
             payment_refresh(payment=payment)
         except ProviderDown:

@@ -192,7 +192,17 @@ CELERY_TIMEZONE = "UTC"
 # How often beat runs the webhook relay and the payments' reconciliation (seconds); a run not
 # started before the next one is due is dropped (`expires`), so a backlog never piles up.
 WEBHOOKS_RELAY_EVERY = env_int("WEBHOOKS_RELAY_EVERY", 60)
-PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 300)
+PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 60)
+# The provider read budget (payments/read_budget.py): reads of payments a minute, all of the
+# shop's together. Reads for notifications, staff and shoppers' pages always go and are counted;
+# the schedule (payments/read_schedule.py) uses what they leave. 600 a minute is 10 a second,
+# well under the rate limits card providers publish; README.md says up to which volume it keeps
+# the schedule.
+PAYMENTS_PROVIDER_READS_PER_MINUTE = env_int("PAYMENTS_PROVIDER_READS_PER_MINUTE", 600)
+if PAYMENTS_PROVIDER_READS_PER_MINUTE < 1 or PAYMENTS_RECONCILE_EVERY < 1:
+    raise ImproperlyConfigured(
+        "PAYMENTS_PROVIDER_READS_PER_MINUTE and PAYMENTS_RECONCILE_EVERY must be at least 1"
+    )
 # How often beat queues again the creates waiting to be sent with no task on its way (seconds):
 # an attempt stored while the broker was down is sent within this long of its coming back.
 PAYMENTS_SEND_SWEEP_EVERY = env_int("PAYMENTS_SEND_SWEEP_EVERY", 30)

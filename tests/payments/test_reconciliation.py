@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+import time_machine
 from django.core import mail
 from django.utils import timezone
 
@@ -178,31 +179,33 @@ def test_sync_of_a_payment_for_another_reference_is_unmatched(provider: Api) -> 
 # --- payments_reconcile ----------------------------------------------------------------------
 
 
-def test_a_stale_pending_payment_whose_challenge_passed_is_approved(
+def later(**delta: float) -> Any:
+    """The shop's clock moved forward by `delta` (and kept moving); the provider's is not."""
+    return time_machine.travel(timezone.now() + timedelta(**delta), tick=True)
+
+
+def test_a_pending_payment_whose_challenge_passed_is_read_ten_minutes_after(
     provider: Api, provider_gets: list[str]
 ) -> None:
-    """A 3-D Secure payment pending for over 10 minutes whose challenge was passed (and whose
-    notification never came) is read and approved; a young pending one is left to its page."""
-    # Given two challenges passed at the provider: one started 15 minutes ago, one just now
-    stale = PaymentFactory(provider=provider, number=THREE_DS)
-    young = PaymentFactory(provider=provider, number=THREE_DS)
+    """A 3-D Secure payment still pending 10 minutes after its last change, whose challenge was
+    passed (and whose notification never came), is read and approved; a younger one is left to
+    its page."""
+    # Given a challenge passed at the provider, started 11 minutes ago
+    with later(minutes=-11):
+        stale = PaymentFactory(provider=provider, number=THREE_DS)
+    # And one started 5 minutes ago, passed too
+    with later(minutes=-5):
+        young = PaymentFactory(provider=provider, number=THREE_DS)
     assert stale.status == young.status == PaymentStatus.PENDING
     pass_challenge(provider, stale)
     pass_challenge(provider, young)
-    long_ago = timezone.now() - timedelta(minutes=15)
-    age(stale, created_at=long_ago, last_synced_at=long_ago)
 
     # When reconciliation runs
     report = payments_reconcile()
 
     # Then only the stale one was read, and it is approved
     assert provider_gets == [stale.provider_id]
-    assert (report.checked, report.changed, report.failed, report.stopped_early) == (
-        1,
-        1,
-        0,
-        False,
-    )
+    assert (report.checked, report.changed, report.failed, report.stopped_early) == (1, 1, 0, False)
     stale.refresh_from_db()
     young.refresh_from_db()
     assert stale.status == PaymentStatus.APPROVED
@@ -210,23 +213,23 @@ def test_a_stale_pending_payment_whose_challenge_passed_is_approved(
     assert young.status == PaymentStatus.PENDING
 
 
-def test_authorizations_are_read_when_not_read_for_six_hours(
+def test_a_capture_made_at_the_provider_is_found_an_hour_after_the_last_change(
     provider: Api, provider_gets: list[str]
 ) -> None:
-    """An authorization not read for over 6 hours is read again (and picks up a capture made at
-    the provider); one read an hour ago is not."""
-    # Given two authorizations captured at the provider, read 7 hours and 1 hour ago
-    stale = PaymentFactory(provider=provider, capture_method="manual")
-    recent = PaymentFactory(provider=provider, capture_method="manual")
+    """An authorization captured at the provider without a word is read an hour after its last
+    change and picks the capture up; one authorized 30 minutes ago is not read yet."""
+    # Given an authorization made 61 minutes ago and one made 30 minutes ago, both captured
+    with later(minutes=-61):
+        stale = PaymentFactory(provider=provider, capture_method="manual")
+    with later(minutes=-30):
+        recent = PaymentFactory(provider=provider, capture_method="manual")
     capture_at_provider(provider, stale)
     capture_at_provider(provider, recent)
-    age(stale, last_synced_at=timezone.now() - timedelta(hours=7))
-    age(recent, last_synced_at=timezone.now() - timedelta(hours=1))
 
     # When reconciliation runs
     report = payments_reconcile()
 
-    # Then only the stale one was read and it is approved
+    # Then only the older one was read, and it is approved
     assert provider_gets == [stale.provider_id]
     assert (report.checked, report.changed) == (1, 1)
     stale.refresh_from_db()
@@ -236,25 +239,30 @@ def test_authorizations_are_read_when_not_read_for_six_hours(
 
 
 def test_settled_payments_are_never_read(provider: Api, provider_gets: list[str]) -> None:
-    """Rejected and cancelled payments, however old, and approved ones older than a month, are
-    not read by the schedule."""
-    # Given settled payments from two days ago, and an approval from 31 days ago
-    rejected = PaymentFactory(provider=provider, number=DECLINED)
-    cancelled = payment_cancel(payment=PaymentFactory(provider=provider, capture_method="manual"))
-    approved = PaymentFactory(provider=provider)
+    """Rejected and cancelled payments, however long after, and approvals past their
+    schedule's last read (29 days), are not read by the schedule."""
+    # Given a rejection, a cancelled authorization and an approval, made 30 days ago
+    with later(days=-30):
+        rejected = PaymentFactory(provider=provider, number=DECLINED)
+        cancelled = payment_cancel(
+            payment=PaymentFactory(provider=provider, capture_method="manual")
+        )
+        approved = PaymentFactory(provider=provider)
     assert [rejected.status, cancelled.status, approved.status] == [
         PaymentStatus.REJECTED,
         PaymentStatus.CANCELLED,
         PaymentStatus.APPROVED,
     ]
-    two_days_ago = timezone.now() - timedelta(days=2)
-    Payment.objects.update(created_at=two_days_ago, last_synced_at=two_days_ago)
-    Payment.objects.filter(pk=approved.pk).update(created_at=timezone.now() - timedelta(days=31))
+    assert rejected.next_check_at is None and cancelled.next_check_at is None
 
-    # When reconciliation runs
-    report = payments_reconcile()
-
-    # Then none of them was read
+    # When reconciliation runs (the approval was read at its 29-day step already)
+    assert payments_reconcile().checked == 1
+    # Then the approval's schedule is over, and the next runs read nothing
+    approved.refresh_from_db()
+    assert approved.next_check_at is None
+    provider_gets.clear()
+    with later(days=60):
+        report = payments_reconcile()
     assert provider_gets == []
     assert (report.checked, report.changed, report.unresolved) == (0, 0, 0)
 
@@ -264,9 +272,9 @@ def test_reconciliation_stops_at_the_first_sign_the_provider_is_down(
 ) -> None:
     """With the provider answering 503, reconciliation reads one payment, stops, and leaves the
     others for the next run instead of hammering the provider."""
-    # Given three stale authorizations and a provider failing every read
-    stale = [PaymentFactory(provider=provider, capture_method="manual") for _ in range(3)]
-    Payment.objects.update(last_synced_at=timezone.now() - timedelta(hours=7))
+    # Given three authorizations due for a read and a provider failing every read
+    with later(hours=-2):
+        stale = [PaymentFactory(provider=provider, capture_method="manual") for _ in range(3)]
     fault = provider.post(
         "/_sandbox/faults", {"path": "/payments", "method": "GET", "status": 503, "times": 50}
     )
@@ -282,7 +290,7 @@ def test_reconciliation_stops_at_the_first_sign_the_provider_is_down(
     [state] = provider.get("/_sandbox/faults").json()
     assert 1 <= state["hits"] <= 4
     assert all(
-        p.status == PaymentStatus.AUTHORIZED
+        p.status == PaymentStatus.AUTHORIZED and p.next_check_at <= timezone.now()
         for p in Payment.objects.filter(pk__in=[p.pk for p in stale])
     )
 
@@ -395,20 +403,24 @@ def test_a_refund_whose_notification_was_lost_is_found_by_the_schedule(
     provider: Api, provider_gets: list[str]
 ) -> None:
     """An approval refunded at the provider without a word reaching the shop (its notification
-    lost) is read again once it has not been read for six hours, and shows the refund."""
-    # Given an approval, refunded in part at the provider behind the shop's back
-    payment = PaymentFactory(provider=provider, amount="300.00")
+    lost) is read at the next step of its schedule, and shows the refund."""
+    # Given an approval made 5 hours ago, read by the schedule at its first hour
+    with later(hours=-5):
+        payment = PaymentFactory(provider=provider, amount="300.00")
+    with later(hours=-4):
+        assert payments_reconcile().checked == 1
+    # And refunded in part at the provider since, behind the shop's back
     refunded = provider.post("/refunds", {"payment_id": payment.provider_id, "amount": 100})
     assert refunded.status_code in (200, 201), refunded.text
-    Payment.objects.filter(pk=payment.pk).update(last_synced_at=timezone.now() - timedelta(hours=5))
+    provider_gets.clear()
 
-    # When the schedule runs within six hours of the last read: not read
+    # When the schedule runs before its 6-hour step: not read
     payments_reconcile()
     assert provider_gets == []
 
-    # When it runs after six hours
-    Payment.objects.filter(pk=payment.pk).update(last_synced_at=timezone.now() - timedelta(hours=7))
-    report = payments_reconcile()
+    # When it runs after it
+    with later(hours=1, minutes=1):
+        report = payments_reconcile()
 
     # Then the payment was read once and shows the refund
     assert provider_gets == [payment.provider_id]
