@@ -165,7 +165,10 @@ def orders_follow_payments(*, batch: int = 500) -> int:
     not be queued, or was lost); how many were synced. Three queries a batch of changes, however
     many orders the shop holds."""
     started = timezone.now()
-    since = max(_followed_until() or started - FOLLOW_AT_MOST, started - FOLLOW_AT_MOST)
+    followed = _followed_until()
+    since = started - FOLLOW_AT_MOST
+    if followed is not None and since < followed <= started:  # a clock set back: look it all
+        since = followed
     synced = 0
     for order_id in orders_out_of_step(since=since, batch=batch):
         order_sync_status(order_id=order_id)
