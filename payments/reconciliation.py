@@ -9,7 +9,6 @@ and apply it monotonically through `payment_apply`.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -39,10 +38,12 @@ from payments.models import (
     PaymentEvent,
     PaymentEventKind,
 )
+from payments.queue import send_at_once
 from payments.selectors import (
     authorizations_expired,
     authorizations_to_warn,
     payments_due_for_check,
+    payments_lease_checks,
     payments_unresolved,
 )
 from payments.services import payment_apply
@@ -186,23 +187,38 @@ def _adopt(remote: ProviderPayment) -> SyncResult:
 # --- On a schedule -----------------------------------------------------------------------------
 
 
+CHECK_TASK = "payments.tasks.payments_check_task"
+# A due payment handed to a check task is not handed out again for this long: if that task is
+# lost (a worker killed, the broker down), the payment is due again once it is over.
+CHECK_LEASE = timedelta(minutes=10)
+
+
 @dataclass
 class ReconcileReport:
+    queued: int = 0  # payments handed to check tasks
+    unresolved: int = 0
+    left_for_later: bool = False  # more were due than this minute's read budget allows
+
+
+@dataclass
+class CheckReport:
     checked: int = 0
     changed: int = 0
     failed: int = 0
-    unresolved: int = 0
-    stopped_early: bool = False  # the provider is down: the rest wait for the next run
-    left_for_later: bool = False  # the minute's read budget, or the run's time, was spent
+    stopped_early: bool = False  # the provider is down: the rest wait for their lease to end
 
 
-def payments_reconcile(*, limit: int | None = None, now: datetime | None = None) -> ReconcileReport:
-    """Read the payments whose scheduled read is due (payments.read_schedule: a handful of reads
-    in a payment's life, decaying with the time since its last change), as many as this
-    minute's read budget leaves (`limit` instead, when given), within the run's time. Stops at
-    the first sign that the provider is down, so a schedule never hammers it. The creates whose
-    outcome is unknown are sent again by their own task and its sweep."""
+def payments_reconcile(
+    *, limit: int | None = None, now: datetime | None = None, per_task: int | None = None
+) -> ReconcileReport:
+    """Hand the payments whose scheduled read is due (payments.read_schedule: a handful of reads
+    in a payment's life, decaying with the time since its last change) to check tasks of
+    `per_task` payments (PAYMENTS_CHECKS_PER_TASK), which the provider-reads workers run side by
+    side: as many as this minute's read budget leaves (`limit` instead, when given), reserved in
+    the budget now. The creates whose outcome is unknown are sent again by their own task and
+    its sweep."""
     now = now or timezone.now()
+    per_task = per_task or settings.PAYMENTS_CHECKS_PER_TASK
     report = ReconcileReport(unresolved=payments_unresolved(now=now))
     if report.unresolved:
         # Nothing to read them by until the provider's INSERT notification names them.
@@ -211,13 +227,36 @@ def payments_reconcile(*, limit: int | None = None, now: datetime | None = None)
             report.unresolved,
         )
     allowance = read_budget.reads_left() if limit is None else limit
-    due = payments_due_for_check(now=now, limit=allowance + 1)
+    due = [payment.pk for payment in payments_due_for_check(now=now, limit=allowance + 1)]
     report.left_for_later = len(due) > allowance
-    deadline = time.monotonic() + settings.PAYMENTS_RECONCILE_EVERY * 0.8
-    for payment in due[:allowance]:
-        if time.monotonic() > deadline:
-            report.left_for_later = True
-            break
+    claimed = payments_lease_checks(due[:allowance], now=now, until=now + CHECK_LEASE)
+    read_budget.spend(len(claimed))
+    for start in range(0, len(claimed), per_task):
+        chunk = claimed[start : start + per_task]
+        _send_check(chunk)  # their lease is committed: a lost task only delays them
+    report.queued = len(claimed)
+    if claimed:
+        logger.info(
+            "reconciliation: %d payment(s) to read%s",
+            report.queued,
+            " (more due: left for the next run)" if report.left_for_later else "",
+        )
+    return report
+
+
+def _send_check(payment_ids: list[int]) -> None:
+    try:
+        send_at_once(CHECK_TASK, (payment_ids,))
+    except Exception as exc:  # their lease ends and the next runs hand them out again
+        logger.warning("check of %d payment(s) not queued: %s", len(payment_ids), exc)
+
+
+def payments_check(payment_ids: list[int]) -> CheckReport:
+    """Read these payments (handed out by `payments_reconcile`, their reads already counted),
+    one after the other. Stops at the first sign that the provider is down, so a schedule never
+    hammers it: the others are read once their lease is over."""
+    report = CheckReport()
+    for payment in Payment.objects.filter(pk__in=payment_ids).order_by("next_check_at"):
         before = _amounts(payment)
         report.checked += 1
         try:
@@ -228,18 +267,17 @@ def payments_reconcile(*, limit: int | None = None, now: datetime | None = None)
             break
         except PaymentError as exc:
             report.failed += 1
-            _postpone(payment, now)
+            _postpone(payment, timezone.now())
             logger.warning("reconciliation of payment %s failed: %s", payment.pk, exc.message)
             continue
         if _amounts(refreshed) != before:
             report.changed += 1
     if report.checked:
         logger.info(
-            "reconciliation: %d checked, %d changed, %d failed%s",
+            "reconciliation: %d checked, %d changed, %d failed",
             report.checked,
             report.changed,
             report.failed,
-            " (more due: left for the next run)" if report.left_for_later else "",
         )
     return report
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -18,6 +19,22 @@ def payments_due_for_check(*, now: datetime, limit: int) -> list[Payment]:
     if limit <= 0:
         return []
     return list(Payment.objects.filter(next_check_at__lte=now).order_by("next_check_at")[:limit])
+
+
+def payments_lease_checks(payment_ids: list[int], *, now: datetime, until: datetime) -> list[int]:
+    """Of these payments, those still due at `now`, their next check moved to `until` (two runs
+    never hand out the same payment); their ids, the longest due first."""
+    if not payment_ids:
+        return []
+    with transaction.atomic():
+        due = list(
+            Payment.objects.select_for_update(skip_locked=True)
+            .filter(pk__in=payment_ids, next_check_at__lte=now)
+            .order_by("next_check_at")
+            .values_list("pk", flat=True)
+        )
+        Payment.objects.filter(pk__in=due).update(next_check_at=until)
+    return due
 
 
 SEND_WAITING_AFTER = timedelta(seconds=20)

@@ -17,7 +17,7 @@ from payments import read_budget
 from payments.calls import payment_refresh
 from payments.models import Payment, PaymentStatus
 from payments.read_schedule import RECHECK_AFTER
-from payments.reconciliation import payment_sync, payments_reconcile
+from payments.reconciliation import payment_sync
 from tests.factories import PaymentFactory
 from tests.support import Api
 
@@ -36,7 +36,7 @@ def fresh_budget() -> None:
 
 
 def test_an_approval_is_read_at_each_step_of_its_schedule_and_never_after(
-    provider: Api, provider_gets: list[str]
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
     """An approval nobody asks about is read 1 h, 6 h, 1, 3, 7, 14 and 29 days after it was
     made: seven reads, each at its time and not before, then never again."""
@@ -48,10 +48,10 @@ def test_an_approval_is_read_at_each_step_of_its_schedule_and_never_after(
     for step, offset in enumerate(RECHECK_AFTER):
         # When the schedule runs a minute before the step: nothing is read
         with at(made + offset - timedelta(minutes=1)):
-            assert payments_reconcile().checked == 0
+            assert reconcile().checked == 0
         # When it runs a minute after it: the payment is read, once
         with at(made + offset + timedelta(minutes=1)):
-            assert payments_reconcile().checked == 1
+            assert reconcile().checked == 1
         assert len(provider_gets) == step + 1
         payment.refresh_from_db()
         assert payment.checks_done == step + 1
@@ -59,12 +59,12 @@ def test_an_approval_is_read_at_each_step_of_its_schedule_and_never_after(
     # Then its schedule is over: a year later nothing is read
     assert payment.next_check_at is None
     with at(made + timedelta(days=365)):
-        assert payments_reconcile().checked == 0
+        assert reconcile().checked == 0
     assert provider_gets == [payment.provider_id] * len(RECHECK_AFTER)
 
 
 def test_a_late_read_stands_for_the_steps_it_overtook(
-    provider: Api, provider_gets: list[str]
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
     """A read made 4 days late (the budget was spent, the workers were down) is the 3-day
     step's: the next is the 7-day one, not three reads in a row."""
@@ -72,8 +72,8 @@ def test_a_late_read_stands_for_the_steps_it_overtook(
     payment = PaymentFactory(provider=provider)
 
     with at(made + timedelta(days=4)):
-        assert payments_reconcile().checked == 1
-        assert payments_reconcile().checked == 0
+        assert reconcile().checked == 1
+        assert reconcile().checked == 0
 
     payment.refresh_from_db()
     assert payment.next_check_at == payment.checks_from + timedelta(days=7)
@@ -82,7 +82,7 @@ def test_a_late_read_stands_for_the_steps_it_overtook(
 
 @pytest.mark.parametrize("asked_by", ["notification", "staff"])
 def test_a_read_asked_for_starts_the_schedule_again(
-    provider: Api, provider_gets: list[str], asked_by: str, admin_user: Any
+    reconcile: Any, provider: Api, provider_gets: list[str], asked_by: str, admin_user: Any
 ) -> None:
     """After two scheduled reads, a read for a notification or a staff member's refresh starts
     the count again from then: the next scheduled read is an hour later."""
@@ -90,7 +90,7 @@ def test_a_read_asked_for_starts_the_schedule_again(
     payment = PaymentFactory(provider=provider)
     for offset in RECHECK_AFTER[:2]:
         with at(made + offset + timedelta(minutes=1)):
-            payments_reconcile()
+            reconcile()
     payment.refresh_from_db()
     assert (payment.checks_done, payment.next_check_at) == (
         2,
@@ -113,7 +113,7 @@ def test_a_read_asked_for_starts_the_schedule_again(
 
 
 def test_a_change_found_by_a_scheduled_read_starts_the_schedule_again(
-    provider: Api, provider_gets: list[str]
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
     """A refund made at the provider and found at the 6-hour read counts the schedule from the
     moment it was found: the next read an hour later, not at the 1-day step."""
@@ -124,7 +124,7 @@ def test_a_change_found_by_a_scheduled_read_starts_the_schedule_again(
 
     found = made + RECHECK_AFTER[0] + timedelta(minutes=1)
     with at(found):
-        report = payments_reconcile()
+        report = reconcile()
 
     assert (report.checked, report.changed) == (1, 1)
     payment.refresh_from_db()
@@ -167,7 +167,7 @@ def test_settled_payments_have_no_schedule(provider: Api) -> None:
 
 
 def test_the_schedule_reads_no_more_than_the_budget_a_minute(
-    provider: Api, provider_gets: list[str], settings: Any
+    reconcile: Any, provider: Api, provider_gets: list[str], settings: Any
 ) -> None:
     """With a budget of 3 reads a minute and 5 payments due, a run reads 3, a second run in the
     same minute none, and a run the next minute the other 2: the longest due first."""
@@ -177,10 +177,10 @@ def test_the_schedule_reads_no_more_than_the_budget_a_minute(
     minute = (made + timedelta(hours=2)).replace(second=5)
 
     with time_machine.travel(minute, tick=False):
-        first = payments_reconcile()
-        second = payments_reconcile()
+        first = reconcile()
+        second = reconcile()
     with time_machine.travel(minute + timedelta(minutes=1), tick=False):
-        third = payments_reconcile()
+        third = reconcile()
 
     assert (first.checked, first.left_for_later) == (3, True)
     assert second.checked == 0
@@ -189,7 +189,7 @@ def test_the_schedule_reads_no_more_than_the_budget_a_minute(
 
 
 def test_reads_for_notifications_are_never_held_back_and_count_against_the_budget(
-    provider: Api, provider_gets: list[str], settings: Any
+    reconcile: Any, provider: Api, provider_gets: list[str], settings: Any
 ) -> None:
     """Notifications' reads go even past the budget; the schedule takes what they left of the
     minute, and nothing when they spent it."""
@@ -200,7 +200,7 @@ def test_reads_for_notifications_are_never_held_back_and_count_against_the_budge
     with time_machine.travel(minute, tick=False):
         for payment in payments[:2]:
             payment_sync(provider_id=payment.provider_id)
-        assert payments_reconcile().checked == 1  # 3 - 2
+        assert reconcile().checked == 1  # 3 - 2
         for payment in payments[:2]:
             payment_sync(provider_id=payment.provider_id)  # over the budget: read all the same
 
@@ -234,3 +234,32 @@ def test_the_schedule_uses_its_index(provider: Api) -> None:
         cursor.execute("SET LOCAL enable_seqscan = off")
         plan = query[:10].explain()
     assert "payment_check_due" in plan
+
+
+def test_due_reads_are_handed_out_in_tasks_once_and_again_when_a_task_is_lost(
+    provider: Api, provider_gets: list[str], settings: Any, celery_app: Any, empty_broker: None
+) -> None:
+    """Five due payments with two a task make three check tasks; a second run hands none of
+    them out again; when the tasks are lost, the five are handed out again once their lease
+    (10 minutes) is over, and read then."""
+    settings.PAYMENTS_CHECKS_PER_TASK = 2
+    from payments.reconciliation import CHECK_TASK, payments_check, payments_reconcile
+    from tests.webhooks.support import take_queued
+
+    payments = [PaymentFactory(provider=provider) for _ in range(5)]
+    due = timezone.now() + timedelta(hours=2)
+
+    with at(due):
+        assert payments_reconcile().queued == 5
+        assert payments_reconcile().queued == 0
+    tasks = take_queued(celery_app)
+    assert [(name, len(args[0])) for name, args in tasks] == [(CHECK_TASK, 2)] * 2 + [
+        (CHECK_TASK, 1)
+    ]
+    assert provider_gets == []  # the tasks are lost
+
+    with at(due + timedelta(minutes=11)):
+        assert payments_reconcile().queued == 5
+        for _name, args in take_queued(celery_app):
+            payments_check(*args)
+    assert sorted(provider_gets) == sorted(p.provider_id for p in payments)

@@ -24,7 +24,6 @@ from payments.reconciliation import (
     SyncOutcome,
     authorizations_watch,
     payment_sync,
-    payments_reconcile,
 )
 from payments.services import payment_attempt_store
 from payments.tasks import payment_send_create_task, payments_send_waiting_task
@@ -185,7 +184,7 @@ def later(**delta: float) -> Any:
 
 
 def test_a_pending_payment_whose_challenge_passed_is_read_ten_minutes_after(
-    provider: Api, provider_gets: list[str]
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
     """A 3-D Secure payment still pending 10 minutes after its last change, whose challenge was
     passed (and whose notification never came), is read and approved; a younger one is left to
@@ -201,7 +200,7 @@ def test_a_pending_payment_whose_challenge_passed_is_read_ten_minutes_after(
     pass_challenge(provider, young)
 
     # When reconciliation runs
-    report = payments_reconcile()
+    report = reconcile()
 
     # Then only the stale one was read, and it is approved
     assert provider_gets == [stale.provider_id]
@@ -214,7 +213,7 @@ def test_a_pending_payment_whose_challenge_passed_is_read_ten_minutes_after(
 
 
 def test_a_capture_made_at_the_provider_is_found_an_hour_after_the_last_change(
-    provider: Api, provider_gets: list[str]
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
     """An authorization captured at the provider without a word is read an hour after its last
     change and picks the capture up; one authorized 30 minutes ago is not read yet."""
@@ -227,7 +226,7 @@ def test_a_capture_made_at_the_provider_is_found_an_hour_after_the_last_change(
     capture_at_provider(provider, recent)
 
     # When reconciliation runs
-    report = payments_reconcile()
+    report = reconcile()
 
     # Then only the older one was read, and it is approved
     assert provider_gets == [stale.provider_id]
@@ -238,7 +237,9 @@ def test_a_capture_made_at_the_provider_is_found_an_hour_after_the_last_change(
     assert recent.status == PaymentStatus.AUTHORIZED
 
 
-def test_settled_payments_are_never_read(provider: Api, provider_gets: list[str]) -> None:
+def test_settled_payments_are_never_read(
+    reconcile: Any, provider: Api, provider_gets: list[str]
+) -> None:
     """Rejected and cancelled payments, however long after, and approvals past their
     schedule's last read (29 days), are not read by the schedule."""
     # Given a rejection, a cancelled authorization and an approval, made 30 days ago
@@ -256,19 +257,19 @@ def test_settled_payments_are_never_read(provider: Api, provider_gets: list[str]
     assert rejected.next_check_at is None and cancelled.next_check_at is None
 
     # When reconciliation runs (the approval was read at its 29-day step already)
-    assert payments_reconcile().checked == 1
+    assert reconcile().checked == 1
     # Then the approval's schedule is over, and the next runs read nothing
     approved.refresh_from_db()
     assert approved.next_check_at is None
     provider_gets.clear()
     with later(days=60):
-        report = payments_reconcile()
+        report = reconcile()
     assert provider_gets == []
     assert (report.checked, report.changed, report.unresolved) == (0, 0, 0)
 
 
 def test_reconciliation_stops_at_the_first_sign_the_provider_is_down(
-    provider: Api, provider_gets: list[str]
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
     """With the provider answering 503, reconciliation reads one payment, stops, and leaves the
     others for the next run instead of hammering the provider."""
@@ -281,7 +282,7 @@ def test_reconciliation_stops_at_the_first_sign_the_provider_is_down(
     assert fault.status_code == 201, fault.text
 
     # When reconciliation runs
-    report = payments_reconcile()
+    report = reconcile()
 
     # Then it stopped after the first read (retried by the client only)
     assert report.stopped_early is True
@@ -289,14 +290,16 @@ def test_reconciliation_stops_at_the_first_sign_the_provider_is_down(
     assert len(provider_gets) == 1
     [state] = provider.get("/_sandbox/faults").json()
     assert 1 <= state["hits"] <= 4
+    # And the three are due again once their lease is over, ten minutes on
+    later_on = timezone.now() + timedelta(minutes=10)
     assert all(
-        p.status == PaymentStatus.AUTHORIZED and p.next_check_at <= timezone.now()
+        p.status == PaymentStatus.AUTHORIZED and timezone.now() < p.next_check_at <= later_on
         for p in Payment.objects.filter(pk__in=[p.pk for p in stale])
     )
 
 
 def test_attempts_with_an_unknown_outcome_and_no_provider_id_are_counted(
-    provider: Api, provider_gets: list[str]
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
     """Attempts whose create never answered (no provider id) cannot be read: they are counted
     as unresolved once over 10 minutes old, and not sent to the provider."""
@@ -306,7 +309,7 @@ def test_attempts_with_an_unknown_outcome_and_no_provider_id_are_counted(
     attempt_in_flight(PaymentStatus.UNKNOWN, minutes_ago=2)
 
     # When reconciliation runs
-    report = payments_reconcile()
+    report = reconcile()
 
     # Then the two old ones are reported unresolved and nothing was read
     assert report.unresolved == 2
@@ -400,7 +403,7 @@ def test_an_expired_authorization_is_refreshed_to_cancelled_and_the_order_follow
 
 
 def test_a_refund_whose_notification_was_lost_is_found_by_the_schedule(
-    provider: Api, provider_gets: list[str]
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
     """An approval refunded at the provider without a word reaching the shop (its notification
     lost) is read at the next step of its schedule, and shows the refund."""
@@ -408,19 +411,19 @@ def test_a_refund_whose_notification_was_lost_is_found_by_the_schedule(
     with later(hours=-5):
         payment = PaymentFactory(provider=provider, amount="300.00")
     with later(hours=-4):
-        assert payments_reconcile().checked == 1
+        assert reconcile().checked == 1
     # And refunded in part at the provider since, behind the shop's back
     refunded = provider.post("/refunds", {"payment_id": payment.provider_id, "amount": 100})
     assert refunded.status_code in (200, 201), refunded.text
     provider_gets.clear()
 
     # When the schedule runs before its 6-hour step: not read
-    payments_reconcile()
+    reconcile()
     assert provider_gets == []
 
     # When it runs after it
     with later(hours=1, minutes=1):
-        report = payments_reconcile()
+        report = reconcile()
 
     # Then the payment was read once and shows the refund
     assert provider_gets == [payment.provider_id]
@@ -437,7 +440,7 @@ def waiting_for(payment_id: int, *, seconds: int = 60) -> None:
 
 
 def test_creates_whose_task_was_lost_are_sent_again_by_the_sweep(
-    provider: Api, celery_app: Any, run_queued: Any
+    reconcile: Any, provider: Api, celery_app: Any, run_queued: Any
 ) -> None:
     """Two creates made at the provider whose answers were all lost (500) stay unknown with
     their requests kept, and their tasks were lost. The reconciliation does not send them; the
@@ -461,7 +464,7 @@ def test_creates_whose_task_was_lost_are_sent_again_by_the_sweep(
 
     # When the provider answers again: the reconciliation leaves the creates to the sweep
     assert provider.request("DELETE", "/_sandbox/faults").status_code in (200, 204)
-    assert payments_reconcile().checked == 0
+    assert reconcile().checked == 0
     # And the sweep, while they have waited less than a task takes to start, queues nothing
     assert payments_send_waiting_task() == 0
 
