@@ -37,6 +37,15 @@ def order_payments(order: Order) -> list[Payment]:
     return list(Payment.objects.filter(external_reference=order.reference).order_by("created_at"))
 
 
+def payments_of_orders(references: list[str]) -> dict[str, list[Payment]]:
+    """The payment attempts of the orders with these references, oldest first, by reference
+    (one query)."""
+    found: dict[str, list[Payment]] = {reference: [] for reference in references}
+    for payment in Payment.objects.filter(external_reference__in=references).order_by("created_at"):
+        found[payment.external_reference].append(payment)
+    return found
+
+
 @dataclass(frozen=True)
 class LedgerLine:
     when: datetime

@@ -41,13 +41,9 @@ def order_sync_task(order_id: int) -> str | None:
 
 @shared_task(ignore_result=True)
 def orders_follow_payments_task() -> int:
-    """The safety net of `order_sync_task`: an order whose payments changed recently but whose
-    status does not say so (its task could not be queued, or was lost) is synced here."""
-    synced = 0
-    for order_id in orders.orders_out_of_step():
-        orders.order_sync_status(order_id=order_id)
-        synced += 1
-    return synced
+    """The safety net of `order_sync_task`: an order whose payments changed since the last run
+    but whose status does not say so (its task could not be queued, or was lost) is synced."""
+    return orders.orders_follow_payments()
 
 
 @shared_task(ignore_result=True)

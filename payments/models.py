@@ -161,6 +161,13 @@ class Payment(models.Model):
     )
     expiry_warned_at = models.DateTimeField(_("expiry warned at"), null=True, blank=True)
     last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)
+    # The shop's own reads of the payment, decaying with its age (payments/read_schedule.py):
+    # counted from `checks_from` (its last change, or the last read a notification or staff
+    # asked for), `checks_done` of them found nothing new; the next is due at `next_check_at`
+    # (none when the schedule is over or the payment is settled).
+    checks_from = models.DateTimeField(_("checks counted from"), null=True, blank=True)
+    checks_done = models.PositiveSmallIntegerField(_("checks without news"), default=0)
+    next_check_at = models.DateTimeField(_("next check"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     # Interest-free monthly installments ("meses sin intereses"): 1 is paid in full.
@@ -174,7 +181,22 @@ class Payment(models.Model):
         verbose_name = _("payment")
         verbose_name_plural = _("payments")
         # The orders' sweep reads the payments changed lately (checkout.tasks).
-        indexes = [models.Index(fields=["updated_at"], name="payment_updated_at")]
+        indexes = [
+            models.Index(fields=["updated_at"], name="payment_updated_at"),
+            # The reconciliation reads the checks that are due, soonest first.
+            models.Index(
+                fields=["next_check_at"],
+                name="payment_check_due",
+                condition=models.Q(next_check_at__isnull=False),
+            ),
+            # The sweep of creates waiting to be sent (payments.selectors).
+            models.Index(
+                fields=["created_at"],
+                name="payment_waiting_to_send",
+                condition=models.Q(status__in=["creating", "unknown"])
+                & ~models.Q(create_request=""),
+            ),
+        ]
         constraints = [
             # One attempt at a time per order until the provider has answered it.
             models.UniqueConstraint(

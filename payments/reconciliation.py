@@ -19,9 +19,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from payments import ledger
+from payments import ledger, read_budget, read_schedule
 from payments.calls import payment_refresh
-from payments.client import get_client
+from payments.calls.refresh import read_payment
 from payments.errors import (
     NotFound,
     PaymentError,
@@ -38,10 +38,12 @@ from payments.models import (
     PaymentEvent,
     PaymentEventKind,
 )
+from payments.queue import send_at_once
 from payments.selectors import (
     authorizations_expired,
     authorizations_to_warn,
-    payments_to_reconcile,
+    payments_due_for_check,
+    payments_lease_checks,
     payments_unresolved,
 )
 from payments.services import payment_apply
@@ -68,7 +70,7 @@ class SyncResult:
 def _fetch(provider_id: str) -> ProviderPayment | None:
     with provider_errors():
         try:
-            return get_client().get_payment(provider_id)
+            return read_payment(provider_id)
         except NotFound:
             return None
 
@@ -185,21 +187,38 @@ def _adopt(remote: ProviderPayment) -> SyncResult:
 # --- On a schedule -----------------------------------------------------------------------------
 
 
+CHECK_TASK = "payments.tasks.payments_check_task"
+# A due payment handed to a check task is not handed out again for this long: if that task is
+# lost (a worker killed, the broker down), the payment is due again once it is over.
+CHECK_LEASE = timedelta(minutes=10)
+
+
 @dataclass
 class ReconcileReport:
+    queued: int = 0  # payments handed to check tasks
+    unresolved: int = 0
+    left_for_later: bool = False  # more were due than this minute's read budget allows
+
+
+@dataclass
+class CheckReport:
     checked: int = 0
     changed: int = 0
     failed: int = 0
-    unresolved: int = 0
-    stopped_early: bool = False
+    stopped_early: bool = False  # the provider is down: the rest wait for their lease to end
 
 
-def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> ReconcileReport:
-    """Refresh payments that are not final and may have moved without telling us: pending for
-    over 10 minutes, authorized or approved and not read for a while (the creates whose outcome
-    is unknown are sent again by their own task and its sweep). Stops at the first sign that
-    the provider is down, so a schedule never hammers it."""
+def payments_reconcile(
+    *, limit: int | None = None, now: datetime | None = None, per_task: int | None = None
+) -> ReconcileReport:
+    """Hand the payments whose scheduled read is due (payments.read_schedule: a handful of reads
+    in a payment's life, decaying with the time since its last change) to check tasks of
+    `per_task` payments (PAYMENTS_CHECKS_PER_TASK), which the provider-reads workers run side by
+    side: as many as this minute's read budget leaves (`limit` instead, when given), reserved in
+    the budget now. The creates whose outcome is unknown are sent again by their own task and
+    its sweep."""
     now = now or timezone.now()
+    per_task = per_task or settings.PAYMENTS_CHECKS_PER_TASK
     report = ReconcileReport(unresolved=payments_unresolved(now=now))
     if report.unresolved:
         # Nothing to read them by until the provider's INSERT notification names them.
@@ -207,17 +226,48 @@ def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> Reco
             "%d payment attempt(s) have an unknown outcome and no provider id yet",
             report.unresolved,
         )
-    for payment in payments_to_reconcile(now=now, limit=limit):
+    allowance = read_budget.reads_left() if limit is None else limit
+    due = [payment.pk for payment in payments_due_for_check(now=now, limit=allowance + 1)]
+    report.left_for_later = len(due) > allowance
+    claimed = payments_lease_checks(due[:allowance], now=now, until=now + CHECK_LEASE)
+    read_budget.spend(len(claimed))
+    for start in range(0, len(claimed), per_task):
+        chunk = claimed[start : start + per_task]
+        _send_check(chunk)  # their lease is committed: a lost task only delays them
+    report.queued = len(claimed)
+    if claimed:
+        logger.info(
+            "reconciliation: %d payment(s) to read%s",
+            report.queued,
+            " (more due: left for the next run)" if report.left_for_later else "",
+        )
+    return report
+
+
+def _send_check(payment_ids: list[int]) -> None:
+    try:
+        send_at_once(CHECK_TASK, (payment_ids,))
+    except Exception as exc:  # their lease ends and the next runs hand them out again
+        logger.warning("check of %d payment(s) not queued: %s", len(payment_ids), exc)
+
+
+def payments_check(payment_ids: list[int]) -> CheckReport:
+    """Read these payments (handed out by `payments_reconcile`, their reads already counted),
+    one after the other. Stops at the first sign that the provider is down, so a schedule never
+    hammers it: the others are read once their lease is over."""
+    report = CheckReport()
+    for payment in Payment.objects.filter(pk__in=payment_ids).order_by("next_check_at"):
         before = _amounts(payment)
         report.checked += 1
         try:
-            refreshed = payment_refresh(payment=payment)
+            refreshed = payment_refresh(payment=payment, scheduled=True)
         except ProviderDown:
             report.stopped_early = True
             logger.warning("reconciliation stopped: the payment service is not reachable")
             break
         except PaymentError as exc:
             report.failed += 1
+            _postpone(payment, timezone.now())
             logger.warning("reconciliation of payment %s failed: %s", payment.pk, exc.message)
             continue
         if _amounts(refreshed) != before:
@@ -230,6 +280,15 @@ def payments_reconcile(*, limit: int = 200, now: datetime | None = None) -> Reco
             report.failed,
         )
     return report
+
+
+def _postpone(payment: Payment, now: datetime) -> None:
+    """A scheduled read the provider refused (not found, an anomaly): the schedule moves on
+    rather than asking again every run."""
+    read_schedule.advance(payment, now=now)
+    Payment.objects.filter(pk=payment.pk).update(
+        **{field: getattr(payment, field) for field in read_schedule.SCHEDULE_FIELDS}
+    )
 
 
 @dataclass
@@ -268,7 +327,7 @@ def authorizations_watch(*, now: datetime | None = None) -> WatchReport:
             "Capture or cancel them in the admin before they expire:\n\n" + "\n".join(lines),
             fail_silently=True,
         )
-    for payment in authorizations_expired(now=now):
+    for payment in authorizations_expired(now=now, limit=read_budget.reads_left()):
         try:
             payment_refresh(payment=payment)
         except ProviderDown:

@@ -4,36 +4,37 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import F, Q
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from payments.models import EXPIRY_WARNING_DAYS, IN_FLIGHT, Payment, PaymentStatus
 
 PENDING_RECONCILE_AFTER = timedelta(minutes=10)
-RESYNC_EVERY = timedelta(hours=6)
-APPROVED_WATCHED_FOR = timedelta(days=30)
 
 
-def payments_to_reconcile(*, now: datetime, limit: int) -> list[Payment]:
-    """Not final and possibly moved without a word: pending for over 10 minutes, outcome
-    unknown, or authorized or approved (this last month) and not read for six hours. Least
-    recently read first."""
-    stale_pending = now - PENDING_RECONCILE_AFTER
-    not_read_since = Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=stale_pending)
-    not_read_lately = Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=now - RESYNC_EVERY)
-    wanted = (
-        Q(status=PaymentStatus.PENDING, created_at__lt=stale_pending) & not_read_since
-        | Q(status=PaymentStatus.UNKNOWN)
-        | Q(status=PaymentStatus.AUTHORIZED) & not_read_lately
-        # A refund or a cancellation whose notification was lost would otherwise never show.
-        | Q(status=PaymentStatus.APPROVED, created_at__gt=now - APPROVED_WATCHED_FOR)
-        & not_read_lately
-    )
-    return list(
-        Payment.objects.filter(wanted, provider_id__isnull=False).order_by(
-            F("last_synced_at").asc(nulls_first=True), "pk"
-        )[:limit]
-    )
+def payments_due_for_check(*, now: datetime, limit: int) -> list[Payment]:
+    """The payments whose scheduled read (payments.read_schedule) is due, the longest due
+    first (a partial index on `next_check_at` serves it, whatever the table's size)."""
+    if limit <= 0:
+        return []
+    return list(Payment.objects.filter(next_check_at__lte=now).order_by("next_check_at")[:limit])
+
+
+def payments_lease_checks(payment_ids: list[int], *, now: datetime, until: datetime) -> list[int]:
+    """Of these payments, those still due at `now`, their next check moved to `until` (two runs
+    never hand out the same payment); their ids, the longest due first."""
+    if not payment_ids:
+        return []
+    with transaction.atomic():
+        due = list(
+            Payment.objects.select_for_update(skip_locked=True)
+            .filter(pk__in=payment_ids, next_check_at__lte=now)
+            .order_by("next_check_at")
+            .values_list("pk", flat=True)
+        )
+        Payment.objects.filter(pk__in=due).update(next_check_at=until)
+    return due
 
 
 SEND_WAITING_AFTER = timedelta(seconds=20)
@@ -68,22 +69,32 @@ def authorizations_to_warn(*, now: datetime) -> list[Payment]:
     )
 
 
-def authorizations_expired(*, now: datetime) -> list[Payment]:
+def authorizations_expired(*, now: datetime, limit: int) -> list[Payment]:
     return list(
         Payment.objects.filter(
             status=PaymentStatus.AUTHORIZED,
             provider_id__isnull=False,
             authorization_expires_at__lte=now,
-        ).order_by("authorization_expires_at")
+        ).order_by("authorization_expires_at")[: max(limit, 0)]
     )
 
 
-def recently_changed_references(*, since: datetime, limit: int) -> list[str]:
-    """The external references of the payments changed since `since`, newest first."""
-    references = (
-        Payment.objects.filter(updated_at__gte=since)
-        .exclude(external_reference="")
-        .order_by("-updated_at")
-        .values_list("external_reference", flat=True)[:limit]
+def changed_references(
+    *, since: datetime, after: tuple[datetime, int] | None = None, limit: int
+) -> tuple[list[str], tuple[datetime, int] | None]:
+    """The external references of up to `limit` payments changed since `since`, in the order of
+    their change, from just `after` the (updated_at, id) a previous page ended at; and where this
+    page ends (None when there is no more)."""
+    changed = Payment.objects.filter(updated_at__gte=since)
+    if after is not None:
+        changed = changed.filter(
+            Q(updated_at__gt=after[0]) | Q(updated_at=after[0], pk__gt=after[1])
+        )
+    rows = list(
+        changed.order_by("updated_at", "pk").values_list("updated_at", "pk", "external_reference")[
+            :limit
+        ]
     )
-    return list(dict.fromkeys(references))
+    references = list(dict.fromkeys(reference for _, _, reference in rows if reference))
+    end = (rows[-1][0], rows[-1][1]) if len(rows) == limit else None
+    return references, end

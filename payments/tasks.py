@@ -14,15 +14,22 @@ from payments.calls.create import payment_send_create
 from payments.calls.refresh import payment_refresh
 from payments.errors import PaymentError, PaymentOutcomeUnknown
 from payments.models import Payment
-from payments.reconciliation import authorizations_watch, payments_reconcile
+from payments.reconciliation import authorizations_watch, payments_check, payments_reconcile
 from payments.selectors import payments_waiting_to_send
 from payments.staff.runs import staff_action_run, staff_actions_requeue
 
 
 @shared_task(acks_late=True, ignore_result=True)
 def payments_reconcile_task() -> int:
-    """Refresh payments that are not final and may have moved without a notification."""
-    return payments_reconcile().checked
+    """Hand the payments whose scheduled read is due to check tasks, within the read budget;
+    how many."""
+    return payments_reconcile().queued
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def payments_check_task(payment_ids: list[int]) -> int:
+    """Read the payments the reconciliation handed out; how many were read."""
+    return payments_check(payment_ids).checked
 
 
 @shared_task(acks_late=True, ignore_result=True)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from contextlib import suppress
 from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -23,7 +25,7 @@ from checkout.models import (
     Product,
 )
 from checkout.queue import RELEASE_DUPLICATES_TASK, queue_on_commit
-from checkout.selectors import order_payments
+from checkout.selectors import order_payments, payments_of_orders
 from checkout.services.mail import queue_order_mails
 from checkout.services.order_status import (
     CLOSED_STATUSES,
@@ -33,7 +35,8 @@ from checkout.services.order_status import (
     status_given,
 )
 from checkout.services.stock import OutOfStock, order_restock_unshipped, order_take_back, record
-from payments.selectors import recently_changed_references
+from payments.models import Payment
+from payments.selectors import changed_references
 
 logger = logging.getLogger(__name__)
 
@@ -149,17 +152,56 @@ def _after_closing(order: Order, paid: str) -> str:
     return paid
 
 
-def orders_out_of_step(*, within: timedelta = timedelta(hours=6), limit: int = 500) -> list[int]:
-    """Orders whose payments changed within `within` and whose status is not what those
-    payments say (their sync was not queued, or was lost)."""
-    since = timezone.now() - within
-    references = set(recently_changed_references(since=since, limit=limit))
-    orders = Order.objects.filter(reference__in=references).only("pk", "reference", "status")
-    return [order.pk for order in orders if _out_of_step(order)]
+# How far back the safety net of the orders' sync looks at most (a first run, or the cache lost).
+FOLLOW_AT_MOST = timedelta(hours=6)
+# Its runs overlap by this much: a payment's change committed late is not missed.
+FOLLOW_OVERLAP = timedelta(minutes=1)
+_FOLLOWED_UNTIL = "checkout:orders-followed-until"
 
 
-def _out_of_step(order: Order) -> bool:
-    attempts = order_payments(order)
+def orders_follow_payments(*, batch: int = 500) -> int:
+    """The safety net of `order_sync_task`: sync the orders whose payments changed since the
+    last run (at most `FOLLOW_AT_MOST` back) and whose status does not say so (their task could
+    not be queued, or was lost); how many were synced. Three queries a batch of changes, however
+    many orders the shop holds."""
+    started = timezone.now()
+    followed = _followed_until()
+    since = started - FOLLOW_AT_MOST
+    if followed is not None and since < followed <= started:  # a clock set back: look it all
+        since = followed
+    synced = 0
+    for order_id in orders_out_of_step(since=since, batch=batch):
+        order_sync_status(order_id=order_id)
+        synced += 1
+    with suppress(Exception):  # without the cache, the next run looks FOLLOW_AT_MOST back
+        cache.set(_FOLLOWED_UNTIL, started - FOLLOW_OVERLAP, timeout=None)
+    return synced
+
+
+def _followed_until() -> datetime | None:
+    try:
+        value = cache.get(_FOLLOWED_UNTIL)
+    except Exception:
+        return None
+    return value if isinstance(value, datetime) else None
+
+
+def orders_out_of_step(*, since: datetime | None = None, batch: int = 500) -> list[int]:
+    """Orders whose payments changed since `since` (the last `FOLLOW_AT_MOST` if None) and whose
+    status is not what those payments say (their sync was not queued, or was lost)."""
+    since = since or timezone.now() - FOLLOW_AT_MOST
+    out_of_step: list[int] = []
+    after = None
+    while True:
+        references, after = changed_references(since=since, after=after, limit=batch)
+        attempts = payments_of_orders(references)
+        orders = Order.objects.filter(reference__in=references).only("pk", "reference", "status")
+        out_of_step += [o.pk for o in orders if _out_of_step(o, attempts[o.reference])]
+        if after is None:
+            return out_of_step
+
+
+def _out_of_step(order: Order, attempts: list[Payment]) -> bool:
     if order.status in CLOSED_STATUSES:  # it stays so, unless a charge is held
         return bool(charges_held(attempts))
     return status_given(order, attempts) != order.status

@@ -174,6 +174,7 @@ _PROVIDER_WRITES = (
 _PROVIDER_READS = (
     "payments.tasks.payment_refresh_task",
     "payments.tasks.payments_reconcile_task",
+    "payments.tasks.payments_check_task",
     "payments.tasks.authorizations_watch_task",
     "payments.tasks.payment_methods_refresh_task",
     "payments.tasks.provider_check_task",
@@ -192,7 +193,25 @@ CELERY_TIMEZONE = "UTC"
 # How often beat runs the webhook relay and the payments' reconciliation (seconds); a run not
 # started before the next one is due is dropped (`expires`), so a backlog never piles up.
 WEBHOOKS_RELAY_EVERY = env_int("WEBHOOKS_RELAY_EVERY", 60)
-PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 300)
+PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 60)
+# The provider read budget (payments/read_budget.py): reads of payments a minute, all of the
+# shop's together. Reads for notifications, staff and shoppers' pages always go and are counted;
+# the schedule (payments/read_schedule.py) uses what they leave. 600 a minute is 10 a second,
+# well under the rate limits card providers publish; README.md says up to which volume it keeps
+# the schedule.
+PAYMENTS_PROVIDER_READS_PER_MINUTE = env_int("PAYMENTS_PROVIDER_READS_PER_MINUTE", 600)
+# The payments a check task reads one after the other: the reconciliation hands out the due
+# ones in tasks of this many, which the provider-reads workers run side by side.
+PAYMENTS_CHECKS_PER_TASK = env_int("PAYMENTS_CHECKS_PER_TASK", 25)
+if (
+    PAYMENTS_CHECKS_PER_TASK < 1
+    or PAYMENTS_PROVIDER_READS_PER_MINUTE < 1
+    or PAYMENTS_RECONCILE_EVERY < 1
+):
+    raise ImproperlyConfigured(
+        "PAYMENTS_CHECKS_PER_TASK, PAYMENTS_PROVIDER_READS_PER_MINUTE and "
+        "PAYMENTS_RECONCILE_EVERY must be at least 1"
+    )
 # How often beat queues again the creates waiting to be sent with no task on its way (seconds):
 # an attempt stored while the broker was down is sent within this long of its coming back.
 PAYMENTS_SEND_SWEEP_EVERY = env_int("PAYMENTS_SEND_SWEEP_EVERY", 30)

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils.translation import gettext_lazy
 
 from payments import ledger
-from payments.calls.refresh import payment_refresh
+from payments.calls.refresh import payment_refresh, read_payment
 from payments.client import get_client, new_idempotency_key
 from payments.errors import (
     Conflict,
@@ -249,7 +249,7 @@ def _refund_settle(payment: Payment, refund: Refund, *, actor: Actor, record: bo
     (unless `record` is False: a re-run recorded it already), release the claim. If the read
     fails, the refund is recorded and the amounts arrive with the payment's next refresh."""
     try:
-        remote: ProviderPayment | None = get_client().get_payment(payment.provider_id or "")
+        remote: ProviderPayment | None = read_payment(payment.provider_id or "")
         message = ledger.REFUND(refund=refund.provider_id)
     except ProviderApiError as exc:
         remote = None

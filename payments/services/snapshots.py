@@ -4,15 +4,17 @@ than what is held (the provider's `version`, then the status order), an illegal 
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
-from payments import ledger
+from payments import ledger, read_schedule
 from payments.errors import PaymentError
 from payments.models import (
     AUTHORIZATION_VALIDITY,
@@ -67,6 +69,48 @@ def _copy(payment: Payment, remote: ProviderPayment, new: str, now: datetime) ->
         payment.authorization_expires_at = now + AUTHORIZATION_VALIDITY
 
 
+# What a snapshot may change (`_copy`), but for when it was read.
+_COPIED = (
+    "provider_id",
+    "status",
+    "status_code",
+    "status_message",
+    "captured_amount",
+    "refunded_amount",
+    "card_last_digits",
+    "card_brand",
+    "installments",
+    "installment_amount",
+    "three_ds_url",
+    "provider_version",
+    "snapshot",
+    "last_error",
+    "authorized_at",
+    "authorization_expires_at",
+)
+
+
+def _held(payment: Payment) -> tuple[object, ...]:
+    """What the payment says, as it is stored (the snapshot as its JSON: the provider's
+    amounts arrive as Decimals and are read back as strings)."""
+    values = [getattr(payment, field) for field in _COPIED]
+    values[_COPIED.index("snapshot")] = json.dumps(
+        payment.snapshot, cls=DjangoJSONEncoder, sort_keys=True
+    )
+    return tuple(values)
+
+
+def _read_unchanged(payment: Payment, now: datetime, *, scheduled: bool) -> None:
+    """Record a read that brought nothing new: when it was made and the schedule's next read,
+    and nothing else (`updated_at` stays the time of the last change)."""
+    payment.last_synced_at = now
+    if scheduled:
+        read_schedule.advance(payment, now=now)
+    else:
+        read_schedule.restart(payment, now=now)
+    payment.save(update_fields=["last_synced_at", *read_schedule.SCHEDULE_FIELDS])
+
+
 def apply_snapshot(
     payment: Payment,
     remote: ProviderPayment,
@@ -74,9 +118,11 @@ def apply_snapshot(
     kind: str,
     actor: Actor = None,
     amount: Decimal | None = None,
+    scheduled: bool = False,
 ) -> bool:
     """Apply a snapshot to a locked payment if it is not older than what is held (version,
-    then status order). True when the payment changed. Illegal moves raise."""
+    then status order). True when the payment changed. Illegal moves raise. `scheduled`: the
+    read was one of its schedule's (payments.read_schedule)."""
     now = timezone.now()
     try:
         new = local_status(remote)
@@ -85,13 +131,17 @@ def apply_snapshot(
     old = payment.status
     held = (payment.provider_version, RANK[old]) if payment.provider_id else (-1, -1)
     if (remote.version, RANK[new]) < held:
-        payment.last_synced_at = now
-        payment.save(update_fields=["last_synced_at", "updated_at"])
+        _read_unchanged(payment, now, scheduled=scheduled)
         return False
     if new != old and new not in REACHABLE[old]:
         raise IllegalTransition(ledger.ILLEGAL_MOVE(new=new, old=old))
     amounts_before = (payment.captured_amount, payment.refunded_amount)
+    before = _held(payment)
     _copy(payment, remote, new, now)
+    if _held(payment) == before:
+        _read_unchanged(payment, now, scheduled=scheduled)
+        return False
+    read_schedule.restart(payment, now=now)
     payment.save()
     status_changed = new != old
     changed = status_changed or (payment.captured_amount, payment.refunded_amount) != amounts_before
@@ -118,6 +168,7 @@ def apply_in_transaction(
     actor: Actor = None,
     amount: Decimal | None = None,
     release_intent: bool = False,
+    scheduled: bool = False,
 ) -> Payment:
     """Lock the payment and apply the snapshot in a transaction of its own; `release_intent`
     also releases a staff action's claim. An illegal move is recorded as an anomaly (the claim
@@ -125,7 +176,9 @@ def apply_in_transaction(
     try:
         with transaction.atomic():
             payment = Payment.objects.select_for_update().get(pk=payment_pk)
-            apply_snapshot(payment, remote, kind=kind, actor=actor, amount=amount)
+            apply_snapshot(
+                payment, remote, kind=kind, actor=actor, amount=amount, scheduled=scheduled
+            )
             if release_intent:
                 release_claim(payment)
             return payment

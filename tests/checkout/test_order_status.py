@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.core import mail
+from django.core.cache import cache
 from django.utils import timezone
 
 from checkout.models import Order, OrderMail, OrderMailKind, OrderStatus, Product
@@ -18,6 +19,7 @@ from checkout.services import (
     order_payments,
     order_sync_status,
 )
+from checkout.services.orders import orders_out_of_step
 from checkout.tasks import order_sync_task, orders_follow_payments_task
 from payments.models import Payment, PaymentEvent
 from payments.signals import payment_status_changed
@@ -550,3 +552,56 @@ def test_confirmation_in_the_orders_language(
     (message,) = mail.outbox
     assert message.subject == f"Your order {order.reference}: amount held on your card"
     assert "holding $500.00 MXN on your card" in message.body
+
+
+def _out_of_step_orders(product: Product, count: int) -> list[Order]:
+    """`count` orders whose payments were written without the signal reaching checkout."""
+    product.stock = 100
+    product.save(update_fields=["stock"])
+    orders = [make_order((product, 1)) for _ in range(count)]
+    for each in orders:
+        PaymentFactory(order=each, status="pending")
+    return orders
+
+
+@pytest.mark.parametrize("count", [2, 12])
+def test_the_sweep_makes_the_same_queries_for_few_changes_as_for_many(
+    product: Product, count: int, django_assert_num_queries: Any
+) -> None:
+    """Finding the orders out of step is three queries a batch of changed payments (their
+    references, their orders, those orders' payments), whatever the number of orders."""
+    expected = _out_of_step_orders(product, count)
+    with django_assert_num_queries(3):
+        found = orders_out_of_step(batch=500)
+    assert sorted(found) == sorted(o.pk for o in expected)
+
+
+def test_the_sweep_goes_through_every_batch(product: Product) -> None:
+    """With batches of 2, five changed orders are all found, none twice."""
+    expected = _out_of_step_orders(product, 5)
+    found = orders_out_of_step(batch=2)
+    assert sorted(found) == sorted(o.pk for o in expected)
+
+
+def test_the_sweep_reads_only_what_changed_since_its_last_run(
+    product: Product, django_assert_max_num_queries: Any
+) -> None:
+    """A run looks at the payments changed since the previous run began (a minute's overlap),
+    not at six hours of them each time: an order whose payment changed two minutes before the
+    last run, out of step since, is left to that run."""
+    old = _out_of_step_orders(product, 1)[0]
+    assert orders_follow_payments_task.apply().get() == 1
+    Payment.objects.filter(external_reference=old.reference).update(
+        updated_at=timezone.now() - timedelta(minutes=2)
+    )
+    Order.objects.filter(pk=old.pk).update(status=OrderStatus.AWAITING_PAYMENT)
+    new = _out_of_step_orders(product, 1)[0]
+
+    assert orders_follow_payments_task.apply().get() == 1
+
+    assert Order.objects.get(pk=new.pk).status != OrderStatus.AWAITING_PAYMENT
+    assert Order.objects.get(pk=old.pk).status == OrderStatus.AWAITING_PAYMENT
+    # With its cursor lost (the cache emptied), it looks six hours back again.
+    cache.delete("checkout:orders-followed-until")
+    assert orders_follow_payments_task.apply().get() == 1
+    assert Order.objects.get(pk=old.pk).status != OrderStatus.AWAITING_PAYMENT

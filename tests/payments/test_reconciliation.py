@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+import time_machine
 from django.core import mail
 from django.utils import timezone
 
@@ -23,7 +24,6 @@ from payments.reconciliation import (
     SyncOutcome,
     authorizations_watch,
     payment_sync,
-    payments_reconcile,
 )
 from payments.services import payment_attempt_store
 from payments.tasks import payment_send_create_task, payments_send_waiting_task
@@ -178,31 +178,33 @@ def test_sync_of_a_payment_for_another_reference_is_unmatched(provider: Api) -> 
 # --- payments_reconcile ----------------------------------------------------------------------
 
 
-def test_a_stale_pending_payment_whose_challenge_passed_is_approved(
-    provider: Api, provider_gets: list[str]
+def later(**delta: float) -> Any:
+    """The shop's clock moved forward by `delta` (and kept moving); the provider's is not."""
+    return time_machine.travel(timezone.now() + timedelta(**delta), tick=True)
+
+
+def test_a_pending_payment_whose_challenge_passed_is_read_ten_minutes_after(
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
-    """A 3-D Secure payment pending for over 10 minutes whose challenge was passed (and whose
-    notification never came) is read and approved; a young pending one is left to its page."""
-    # Given two challenges passed at the provider: one started 15 minutes ago, one just now
-    stale = PaymentFactory(provider=provider, number=THREE_DS)
-    young = PaymentFactory(provider=provider, number=THREE_DS)
+    """A 3-D Secure payment still pending 10 minutes after its last change, whose challenge was
+    passed (and whose notification never came), is read and approved; a younger one is left to
+    its page."""
+    # Given a challenge passed at the provider, started 11 minutes ago
+    with later(minutes=-11):
+        stale = PaymentFactory(provider=provider, number=THREE_DS)
+    # And one started 5 minutes ago, passed too
+    with later(minutes=-5):
+        young = PaymentFactory(provider=provider, number=THREE_DS)
     assert stale.status == young.status == PaymentStatus.PENDING
     pass_challenge(provider, stale)
     pass_challenge(provider, young)
-    long_ago = timezone.now() - timedelta(minutes=15)
-    age(stale, created_at=long_ago, last_synced_at=long_ago)
 
     # When reconciliation runs
-    report = payments_reconcile()
+    report = reconcile()
 
     # Then only the stale one was read, and it is approved
     assert provider_gets == [stale.provider_id]
-    assert (report.checked, report.changed, report.failed, report.stopped_early) == (
-        1,
-        1,
-        0,
-        False,
-    )
+    assert (report.checked, report.changed, report.failed, report.stopped_early) == (1, 1, 0, False)
     stale.refresh_from_db()
     young.refresh_from_db()
     assert stale.status == PaymentStatus.APPROVED
@@ -210,23 +212,23 @@ def test_a_stale_pending_payment_whose_challenge_passed_is_approved(
     assert young.status == PaymentStatus.PENDING
 
 
-def test_authorizations_are_read_when_not_read_for_six_hours(
-    provider: Api, provider_gets: list[str]
+def test_a_capture_made_at_the_provider_is_found_an_hour_after_the_last_change(
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
-    """An authorization not read for over 6 hours is read again (and picks up a capture made at
-    the provider); one read an hour ago is not."""
-    # Given two authorizations captured at the provider, read 7 hours and 1 hour ago
-    stale = PaymentFactory(provider=provider, capture_method="manual")
-    recent = PaymentFactory(provider=provider, capture_method="manual")
+    """An authorization captured at the provider without a word is read an hour after its last
+    change and picks the capture up; one authorized 30 minutes ago is not read yet."""
+    # Given an authorization made 61 minutes ago and one made 30 minutes ago, both captured
+    with later(minutes=-61):
+        stale = PaymentFactory(provider=provider, capture_method="manual")
+    with later(minutes=-30):
+        recent = PaymentFactory(provider=provider, capture_method="manual")
     capture_at_provider(provider, stale)
     capture_at_provider(provider, recent)
-    age(stale, last_synced_at=timezone.now() - timedelta(hours=7))
-    age(recent, last_synced_at=timezone.now() - timedelta(hours=1))
 
     # When reconciliation runs
-    report = payments_reconcile()
+    report = reconcile()
 
-    # Then only the stale one was read and it is approved
+    # Then only the older one was read, and it is approved
     assert provider_gets == [stale.provider_id]
     assert (report.checked, report.changed) == (1, 1)
     stale.refresh_from_db()
@@ -235,45 +237,52 @@ def test_authorizations_are_read_when_not_read_for_six_hours(
     assert recent.status == PaymentStatus.AUTHORIZED
 
 
-def test_settled_payments_are_never_read(provider: Api, provider_gets: list[str]) -> None:
-    """Rejected and cancelled payments, however old, and approved ones older than a month, are
-    not read by the schedule."""
-    # Given settled payments from two days ago, and an approval from 31 days ago
-    rejected = PaymentFactory(provider=provider, number=DECLINED)
-    cancelled = payment_cancel(payment=PaymentFactory(provider=provider, capture_method="manual"))
-    approved = PaymentFactory(provider=provider)
+def test_settled_payments_are_never_read(
+    reconcile: Any, provider: Api, provider_gets: list[str]
+) -> None:
+    """Rejected and cancelled payments, however long after, and approvals past their
+    schedule's last read (29 days), are not read by the schedule."""
+    # Given a rejection, a cancelled authorization and an approval, made 30 days ago
+    with later(days=-30):
+        rejected = PaymentFactory(provider=provider, number=DECLINED)
+        cancelled = payment_cancel(
+            payment=PaymentFactory(provider=provider, capture_method="manual")
+        )
+        approved = PaymentFactory(provider=provider)
     assert [rejected.status, cancelled.status, approved.status] == [
         PaymentStatus.REJECTED,
         PaymentStatus.CANCELLED,
         PaymentStatus.APPROVED,
     ]
-    two_days_ago = timezone.now() - timedelta(days=2)
-    Payment.objects.update(created_at=two_days_ago, last_synced_at=two_days_ago)
-    Payment.objects.filter(pk=approved.pk).update(created_at=timezone.now() - timedelta(days=31))
+    assert rejected.next_check_at is None and cancelled.next_check_at is None
 
-    # When reconciliation runs
-    report = payments_reconcile()
-
-    # Then none of them was read
+    # When reconciliation runs (the approval was read at its 29-day step already)
+    assert reconcile().checked == 1
+    # Then the approval's schedule is over, and the next runs read nothing
+    approved.refresh_from_db()
+    assert approved.next_check_at is None
+    provider_gets.clear()
+    with later(days=60):
+        report = reconcile()
     assert provider_gets == []
     assert (report.checked, report.changed, report.unresolved) == (0, 0, 0)
 
 
 def test_reconciliation_stops_at_the_first_sign_the_provider_is_down(
-    provider: Api, provider_gets: list[str]
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
     """With the provider answering 503, reconciliation reads one payment, stops, and leaves the
     others for the next run instead of hammering the provider."""
-    # Given three stale authorizations and a provider failing every read
-    stale = [PaymentFactory(provider=provider, capture_method="manual") for _ in range(3)]
-    Payment.objects.update(last_synced_at=timezone.now() - timedelta(hours=7))
+    # Given three authorizations due for a read and a provider failing every read
+    with later(hours=-2):
+        stale = [PaymentFactory(provider=provider, capture_method="manual") for _ in range(3)]
     fault = provider.post(
         "/_sandbox/faults", {"path": "/payments", "method": "GET", "status": 503, "times": 50}
     )
     assert fault.status_code == 201, fault.text
 
     # When reconciliation runs
-    report = payments_reconcile()
+    report = reconcile()
 
     # Then it stopped after the first read (retried by the client only)
     assert report.stopped_early is True
@@ -281,14 +290,16 @@ def test_reconciliation_stops_at_the_first_sign_the_provider_is_down(
     assert len(provider_gets) == 1
     [state] = provider.get("/_sandbox/faults").json()
     assert 1 <= state["hits"] <= 4
+    # And the three are due again once their lease is over, ten minutes on
+    later_on = timezone.now() + timedelta(minutes=10)
     assert all(
-        p.status == PaymentStatus.AUTHORIZED
+        p.status == PaymentStatus.AUTHORIZED and timezone.now() < p.next_check_at <= later_on
         for p in Payment.objects.filter(pk__in=[p.pk for p in stale])
     )
 
 
 def test_attempts_with_an_unknown_outcome_and_no_provider_id_are_counted(
-    provider: Api, provider_gets: list[str]
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
     """Attempts whose create never answered (no provider id) cannot be read: they are counted
     as unresolved once over 10 minutes old, and not sent to the provider."""
@@ -298,7 +309,7 @@ def test_attempts_with_an_unknown_outcome_and_no_provider_id_are_counted(
     attempt_in_flight(PaymentStatus.UNKNOWN, minutes_ago=2)
 
     # When reconciliation runs
-    report = payments_reconcile()
+    report = reconcile()
 
     # Then the two old ones are reported unresolved and nothing was read
     assert report.unresolved == 2
@@ -392,23 +403,27 @@ def test_an_expired_authorization_is_refreshed_to_cancelled_and_the_order_follow
 
 
 def test_a_refund_whose_notification_was_lost_is_found_by_the_schedule(
-    provider: Api, provider_gets: list[str]
+    reconcile: Any, provider: Api, provider_gets: list[str]
 ) -> None:
     """An approval refunded at the provider without a word reaching the shop (its notification
-    lost) is read again once it has not been read for six hours, and shows the refund."""
-    # Given an approval, refunded in part at the provider behind the shop's back
-    payment = PaymentFactory(provider=provider, amount="300.00")
+    lost) is read at the next step of its schedule, and shows the refund."""
+    # Given an approval made 5 hours ago, read by the schedule at its first hour
+    with later(hours=-5):
+        payment = PaymentFactory(provider=provider, amount="300.00")
+    with later(hours=-4):
+        assert reconcile().checked == 1
+    # And refunded in part at the provider since, behind the shop's back
     refunded = provider.post("/refunds", {"payment_id": payment.provider_id, "amount": 100})
     assert refunded.status_code in (200, 201), refunded.text
-    Payment.objects.filter(pk=payment.pk).update(last_synced_at=timezone.now() - timedelta(hours=5))
+    provider_gets.clear()
 
-    # When the schedule runs within six hours of the last read: not read
-    payments_reconcile()
+    # When the schedule runs before its 6-hour step: not read
+    reconcile()
     assert provider_gets == []
 
-    # When it runs after six hours
-    Payment.objects.filter(pk=payment.pk).update(last_synced_at=timezone.now() - timedelta(hours=7))
-    report = payments_reconcile()
+    # When it runs after it
+    with later(hours=1, minutes=1):
+        report = reconcile()
 
     # Then the payment was read once and shows the refund
     assert provider_gets == [payment.provider_id]
@@ -425,7 +440,7 @@ def waiting_for(payment_id: int, *, seconds: int = 60) -> None:
 
 
 def test_creates_whose_task_was_lost_are_sent_again_by_the_sweep(
-    provider: Api, celery_app: Any, run_queued: Any
+    reconcile: Any, provider: Api, celery_app: Any, run_queued: Any
 ) -> None:
     """Two creates made at the provider whose answers were all lost (500) stay unknown with
     their requests kept, and their tasks were lost. The reconciliation does not send them; the
@@ -449,7 +464,7 @@ def test_creates_whose_task_was_lost_are_sent_again_by_the_sweep(
 
     # When the provider answers again: the reconciliation leaves the creates to the sweep
     assert provider.request("DELETE", "/_sandbox/faults").status_code in (200, 204)
-    assert payments_reconcile().checked == 0
+    assert reconcile().checked == 0
     # And the sweep, while they have waited less than a task takes to start, queues nothing
     assert payments_send_waiting_task() == 0
 

@@ -1,0 +1,75 @@
+"""When the shop reads a payment again on its own, in case it moved without a notification (a
+refund or a capture made in the provider's console, a notification lost).
+
+A payment that can still move is read at fixed times after its last change: 1 hour, 6 hours,
+1, 3, 7, 14 and 29 days (an attempt still pending or unknown also 10 minutes after), a handful
+of reads in its life whatever the shop's history. A read that finds it changed, and a read a
+notification, a staff member or the shopper's page asked for, start the count again from then.
+Settled payments (rejected, cancelled, refunded, not created) are never read on a schedule.
+
+The reads themselves share the provider read budget (`payments.read_budget`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from payments.models import Payment, PaymentStatus
+
+RECHECK_AFTER: tuple[timedelta, ...] = (
+    timedelta(hours=1),
+    timedelta(hours=6),
+    timedelta(days=1),
+    timedelta(days=3),
+    timedelta(days=7),
+    timedelta(days=14),
+    timedelta(days=29),
+)
+IN_FLIGHT_FIRST_CHECK = timedelta(minutes=10)
+SCHEDULE_FIELDS = ["checks_from", "checks_done", "next_check_at"]
+
+_OFFSETS: dict[str, tuple[timedelta, ...]] = {
+    PaymentStatus.PENDING: (IN_FLIGHT_FIRST_CHECK, *RECHECK_AFTER),
+    PaymentStatus.UNKNOWN: (IN_FLIGHT_FIRST_CHECK, *RECHECK_AFTER),
+    PaymentStatus.AUTHORIZED: RECHECK_AFTER,
+    PaymentStatus.APPROVED: RECHECK_AFTER,
+}
+
+
+def offsets(status: str) -> tuple[timedelta, ...]:
+    """The times after its last change at which a payment in `status` is read."""
+    return _OFFSETS.get(status, ())
+
+
+def next_check(status: str, *, since: datetime, done: int) -> datetime | None:
+    """When the read after `done` reads without news, counted from `since`, is due; None when
+    there is none."""
+    steps = offsets(status)
+    return since + steps[done] if done < len(steps) else None
+
+
+def _set(payment: Payment, *, since: datetime, done: int) -> None:
+    payment.checks_from = since
+    payment.checks_done = done
+    payment.next_check_at = (
+        next_check(payment.status, since=since, done=done) if payment.provider_id else None
+    )
+
+
+def restart(payment: Payment, *, now: datetime) -> None:
+    """The payment changed, or a read was asked for it: count its schedule from `now` (not
+    saved)."""
+    _set(payment, since=now, done=0)
+
+
+def advance(payment: Payment, *, now: datetime) -> None:
+    """A scheduled read found nothing new: the next one is the following step (not saved)."""
+    since = payment.checks_from
+    if since is None:
+        restart(payment, now=now)
+        return
+    done = payment.checks_done + 1
+    # A read made late stands for the steps it overtook: no two reads in a row.
+    while (due := next_check(payment.status, since=since, done=done)) is not None and due <= now:
+        done += 1
+    _set(payment, since=since, done=done)
