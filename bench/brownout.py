@@ -203,7 +203,8 @@ def phase(urls: dict[str, str], row: str, count: int, args: argparse.Namespace) 
     }  # fmt: skip
     result["label"] = f"brownout, {row}, {count} shoppers ({window:.0f} s)" if count else (
         f"calm ({CALM_LATENCY_MS} ms a call), {row}")  # fmt: skip
-    print(f"  {result['label']}: {result['final']}/{len(paid)} final; {rates(figures)}")
+    loaded = f"; {rates(figures)}" if count else ""
+    print(f"  {result['label']}: {result['final']}/{len(paid)} final{loaded}")
     settle()
     return result
 
