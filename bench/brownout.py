@@ -203,7 +203,7 @@ def phase(urls: dict[str, str], row: str, count: int, args: argparse.Namespace) 
     }  # fmt: skip
     result["label"] = f"brownout, {row}, {count} shoppers ({window:.0f} s)" if count else (
         f"calm ({CALM_LATENCY_MS} ms a call), {row}")  # fmt: skip
-    loaded = f"; {rates(figures)}" if count else ""
+    loaded = f"; {rates(figures)}" if count else f", click -> final p95 {result['final_p95']:.2f} s"
     print(f"  {result['label']}: {result['final']}/{len(paid)} final{loaded}")
     settle()
     return result
