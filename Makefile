@@ -53,10 +53,10 @@ test: install $(NODE_STAMP)
 lint: install
 	$(BIN)/ruff check .
 
-## Benchmarks (bench/README.md): the webhook receiver beside three others, the storm and calm
-## traffic, then a provider brownout. Needs PostgreSQL and Redis; a database and a Redis db of
-## their own (emptied). Options: BENCH_ARGS (all, e.g. --strict), BENCH_RECEIVER_ARGS,
-## BENCH_STORM_ARGS, BENCH_BROWNOUT_ARGS.
+## Benchmarks (bench/README.md; methods and figures: docs/benchmarks.md): the webhook receiver
+## beside three others, the storm and calm traffic, then a provider brownout. Needs PostgreSQL
+## and Redis; a database and a Redis db of their own (emptied). Options: BENCH_ARGS (all, e.g.
+## --strict), BENCH_RECEIVER_ARGS, BENCH_STORM_ARGS, BENCH_BROWNOUT_ARGS.
 bench: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/shop_bench
 bench: export REDIS_URL ?= redis://127.0.0.1:6379/6
 bench: install

@@ -1,13 +1,9 @@
-"""What the benchmarks share: their environment, the processes they start (the shop under
-gunicorn as `config/gunicorn.py` ships it, the Celery worker as docs/deployment.md runs it or the
-Procfile's three queue workers and beat, the sandbox), wrk, and small reporting helpers.
-
-They use a database and a Redis database of their own, emptied by the runs: by default
-postgres://postgres@127.0.0.1:5432/shop_bench and redis://127.0.0.1:6379/6.
-"""
+"""What the benchmarks share: their database and Redis database, the services they start as
+shipped (the shop under gunicorn, Celery, the sandbox), wrk, and the report. See README.md."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -18,51 +14,60 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
-from subprocess import Popen
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+import redis
+import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG_DIR = ROOT / "var" / "bench"
 WEB = ["gunicorn", "-c", "config/gunicorn.py", "config.wsgi"]
-WORKER = ["celery", "-A", "config", "worker", "--loglevel=INFO", "--pool=threads"]
-WORKER_CONCURRENCY = "8"  # docs/deployment.md
+WORKER = "celery -A config worker --loglevel=INFO --pool=threads --concurrency=8".split()
 SECRET = ("pk_sandbox_demo", "sk_sandbox_demo")  # the sandbox's demo keys
-# A run empties its database: its name must say that it is a benchmark's.
-SCRATCH_NAMES = ("bench", "brownout")
-# The Procfile's Celery processes, in the order they are started: one worker a queue, and beat.
-PROCFILE_CELERY = ("writes", "reads", "worker", "beat")
+PROCFILE_CELERY = ("writes", "reads", "worker", "beat")  # the Procfile's Celery processes
+SHOP_TABLES = ("webhooks_webhookevent", "payments_payment", "checkout_order")  # emptied by runs
 
 
-def setup_django() -> None:
+def setup_django(*tables: str) -> None:
+    """Django on the benchmark's database (created if missing, migrated), with `tables` (and
+    all that refers to them) and the Redis database emptied."""
     os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/shop_bench")
     os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/6")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
-    # Stopped with SIGTERM, a run still stops the services it started (their `finally`).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))
     os.environ.setdefault("LOG_FORMAT", "text")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # services stopped too
     LOG_DIR.mkdir(parents=True, exist_ok=True)
-    if not any(word in database_name(os.environ["DATABASE_URL"]) for word in SCRATCH_NAMES):
-        sys.exit(
-            "The benchmarks empty their database's tables: its name must contain "
-            + " or ".join(f"'{word}'" for word in SCRATCH_NAMES)
-            + "."
-        )
+    url, name = os.environ["DATABASE_URL"], urlsplit(os.environ["DATABASE_URL"]).path.strip("/")
+    if "bench" not in name and "brownout" not in name:
+        sys.exit("The benchmarks empty their database: its name must contain 'bench'.")
     sys.path.insert(0, str(ROOT))
     import django
     from django.core.management import call_command
 
-    url = os.environ["DATABASE_URL"]
-    database(url, database_name(url))
+    database(url, name)
     django.setup()
     logging.getLogger().setLevel(logging.WARNING)  # this process's; the services log INFO
     call_command("migrate", verbosity=0)
+    empty(*tables)
 
 
-def database_name(url: str) -> str:
-    return urlsplit(url).path.strip("/")
+def empty(*tables: str) -> None:
+    """Empty `tables` (and all that refers to them) and the Redis database (queues, cache)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+    connection.close()
+    broker().flushdb()
+
+
+def broker() -> redis.Redis:
+    return redis.Redis.from_url(os.environ["REDIS_URL"])
 
 
 def database(url: str, name: str, *, fresh: bool = False) -> str:
@@ -70,9 +75,8 @@ def database(url: str, name: str, *, fresh: bool = False) -> str:
     `fresh`); its URL."""
     import psycopg
 
-    with psycopg.connect(
-        urlunsplit(urlsplit(url)._replace(path="/postgres")), autocommit=True
-    ) as c:
+    server = urlunsplit(urlsplit(url)._replace(path="/postgres"))
+    with psycopg.connect(server, autocommit=True) as c:
         if fresh:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
@@ -80,95 +84,86 @@ def database(url: str, name: str, *, fresh: bool = False) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def in_threads(work: Callable[[Any], Any], items: Iterable[Any], threads: int = 8) -> list[Any]:
+    """`work` on every item, `threads` at a time, each closing its database connection."""
+    from django.db import connection
 
+    def run(item: Any) -> Any:
+        try:
+            return work(item)
+        finally:
+            connection.close()
 
-def purge_queue() -> None:
-    from config.celery import app
-
-    app.control.purge()
-
-
-def flush_redis() -> None:
-    """Empty the benchmark's Redis database: the broker's queues, the cache, the rate limits."""
-    import redis
-
-    redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
-
-
-def queued(names: Sequence[str]) -> int:
-    """How many messages wait in the broker's queues `names` (not those a worker holds)."""
-    import redis
-
-    client = redis.Redis.from_url(os.environ["REDIS_URL"])
-    return sum(int(client.llen(name)) for name in names)
-
-
-# --- Processes ------------------------------------------------------------------------------
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(run, items))
 
 
 @contextmanager
-def process(name: str, command: list[str], env: dict[str, str] | None = None) -> Iterator[Path]:
-    """`command` in its own process group, logging to var/bench/<name>.log (its path)."""
+def process(name: str, command: list[str], env: dict[str, str], ready: str) -> Iterator[Path]:
+    """`command` in its own process group logging to var/bench/<name>.log (its path), once the
+    URL `ready` answers 200 (else: once `ready` is in its log); stopped at the end."""
     log = LOG_DIR / f"{name}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env={**os.environ, **(env or {})},
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            command, cwd=ROOT, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
-        )
+        )  # fmt: skip
     try:
+        deadline = time.monotonic() + 120
+        while not up(ready, log):
+            if time.monotonic() > deadline:
+                sys.exit(f"{name} did not start; see {log}")
+            time.sleep(0.2)
         yield log
     finally:
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
             if proc.poll() is None:
                 os.killpg(proc.pid, sig)
-                try:
-                    proc.wait(wait)
-                except subprocess.TimeoutExpired:
-                    continue
+                with suppress(subprocess.TimeoutExpired):
+                    proc.wait(20)
 
 
-def wait_until_up(url: str, log: Path, timeout: float = 60) -> None:
-    import requests
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(url, timeout=2).status_code == 200:
-                return
-        except requests.RequestException:
-            time.sleep(0.2)
-    sys.exit(f"{url} did not come up; see {log}")
+def up(ready: str, log: Path) -> bool:
+    if not ready.startswith("http"):
+        return ready in log.read_text(errors="replace")
+    with suppress(requests.RequestException):
+        return requests.get(ready, timeout=2).status_code == 200
+    return False
 
 
 @contextmanager
-def shop(port: int) -> Iterator[str]:
-    """The shop under gunicorn, configured by `config/gunicorn.py` as shipped; its base URL."""
-    env = {"GUNICORN_BIND": f"127.0.0.1:{port}", "DJANGO_SETTINGS_MODULE": "bench.settings"}
-    with process("gunicorn", [sys.executable, "-m", *WEB], env) as log:
-        url = f"http://127.0.0.1:{port}"
-        wait_until_up(f"{url}/healthz", log)
-        yield url
+def services(sandbox_threads: int = 8, **env: str) -> Iterator[tuple[str, str]]:
+    """A sandbox with the demo keys on a fresh database `<name>_sandbox`, serving
+    `sandbox_threads` requests at once, and the shop under gunicorn as `config/gunicorn.py`
+    ships it, with `env`; their base URLs."""
+    from django.conf import settings
+
+    url, ports = os.environ["DATABASE_URL"], []
+    for _ in range(2):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+    sandbox, shop = (f"http://127.0.0.1:{port}" for port in ports)
+    os.environ.update(PAYMENTS_API_BASE_URL=sandbox, SHOP_BASE_URL=shop, **env)
+    settings.PAYMENTS_API_BASE_URL = sandbox
+    provider = {
+        "SANDBOX_DATABASE_URL": database(url, f"{urlsplit(url).path[1:]}_sandbox", fresh=True),
+        "SANDBOX_PUBLIC_KEY": SECRET[0], "SANDBOX_SECRET_KEY": SECRET[1],
+        "SANDBOX_VAR_DIR": str(LOG_DIR / "sandbox"), "SANDBOX_LOG_LEVEL": "WARNING",
+    }  # fmt: skip
+    runsandbox = ["sandbox.manage", "runsandbox", "--port", str(ports[0])]
+    runsandbox += ["--threads", str(sandbox_threads)]
+    with (
+        process("sandbox", [sys.executable, "-m", *runsandbox], provider, f"{sandbox}/healthz"),
+        process("gunicorn", [sys.executable, "-m", *WEB], {"GUNICORN_BIND": shop[7:]},
+                f"{shop}/healthz"),
+    ):  # fmt: skip
+        yield sandbox, shop
 
 
-@contextmanager
-def worker() -> Iterator[Path]:
+def worker() -> Any:
     """The Celery worker as docs/deployment.md runs it; its log."""
-    command = [sys.executable, "-m", *WORKER, f"--concurrency={WORKER_CONCURRENCY}"]
-    with process("worker", command) as log:
-        deadline = time.monotonic() + 60
-        while " ready." not in log.read_text(errors="replace"):
-            if time.monotonic() > deadline:
-                sys.exit(f"the worker did not start; see {log}")
-            time.sleep(0.2)
-        yield log
+    return process("worker", [sys.executable, "-m", *WORKER], {}, " ready.")
 
 
 def procfile_command(name: str, **values: str) -> list[str]:
@@ -184,99 +179,58 @@ def procfile_command(name: str, **values: str) -> list[str]:
 
 
 @contextmanager
-def celery_processes(names: Sequence[str] = PROCFILE_CELERY) -> Iterator[dict[str, Path]]:
-    """The Procfile's Celery workers (one a queue: provider writes, provider reads, the shop's
-    own) and beat, as `make demo` and docs/deployment.md run them; their logs by name."""
+def celery() -> Iterator[None]:
+    """The Procfile's Celery workers (one a queue) and beat, as `make demo` and
+    docs/deployment.md run them."""
     env = {"SHOP_VAR_DIR": str(LOG_DIR)}  # beat's schedule file
     for schedule in LOG_DIR.glob("celerybeat-schedule*"):
         schedule.unlink()
     with ExitStack() as stack:
-        logs = {
-            name: stack.enter_context(process(f"celery-{name}", procfile_command(name, **env), env))
-            for name in names
-        }
-        deadline = time.monotonic() + 60
-        for name, log in logs.items():
+        for name in PROCFILE_CELERY:
             ready = "beat: Starting" if name == "beat" else " ready."
-            while ready not in log.read_text(errors="replace"):
-                if time.monotonic() > deadline:
-                    sys.exit(f"celery {name} did not start; see {log}")
-                time.sleep(0.2)
-        yield logs
+            stack.enter_context(
+                process(f"celery-{name}", procfile_command(name, **env), env, ready)
+            )
+        yield
 
 
-def celery_described(names: Sequence[str] = PROCFILE_CELERY) -> str:
-    """The Celery commands as run (`python -m` left out)."""
-    values = {"SHOP_VAR_DIR": str(LOG_DIR.relative_to(ROOT))}
-    return "; ".join(" ".join(procfile_command(name, **values)[2:]) for name in names)
-
-
-@contextmanager
-def sandbox(port: int, database_url: str, threads: int = 8) -> Iterator[str]:
-    """The provider's sandbox on a fresh database, with the demo keys, serving `threads`
-    requests at once; its base URL."""
-    env = {
-        "SANDBOX_DATABASE_URL": database_url,
-        "SANDBOX_PUBLIC_KEY": SECRET[0],
-        "SANDBOX_SECRET_KEY": SECRET[1],
-        "SANDBOX_VAR_DIR": str(LOG_DIR / "sandbox"),
-        "SANDBOX_LOG_LEVEL": "WARNING",
-    }
-    command = [sys.executable, "-m", "sandbox.manage", "runsandbox", "--port", str(port)]
-    command += ["--threads", str(threads)]
-    with process("sandbox", command, env) as log:
-        url = f"http://127.0.0.1:{port}"
-        wait_until_up(f"{url}/healthz", log, timeout=120)
-        yield url
-
-
-def web_described() -> str:
+def described(*, celery: bool = False) -> str:
+    """The shop's server and its Celery processes (the Procfile's, or the one worker) as run."""
     from config import gunicorn
 
-    return (
-        f"web: {' '.join(WEB)} ({gunicorn.workers} workers x {gunicorn.threads} threads,"
-        f" max_requests {gunicorn.max_requests})"
-    )
+    web = f"web: {' '.join(WEB)} ({gunicorn.workers} workers x {gunicorn.threads} threads,"
+    web += f" max_requests {gunicorn.max_requests})"
+    if not celery:
+        return f"{web}; worker: {' '.join(WORKER)}"
+    values = {"SHOP_VAR_DIR": str(LOG_DIR.relative_to(ROOT))}
+    return "; ".join([web, *(" ".join(procfile_command(n, **values)[2:]) for n in PROCFILE_CELERY)])
 
 
-def described() -> str:
-    return f"{web_described()}; worker: {' '.join(WORKER)} --concurrency={WORKER_CONCURRENCY}"
-
-
-# --- wrk --------------------------------------------------------------------------------------
+def sandbox_faults(sandbox: str, *faults: dict[str, Any]) -> None:
+    """Replace the sandbox's faults by `faults` (none: the sandbox at its normal speed)."""
+    requests.delete(f"{sandbox}/_sandbox/faults", auth=SECRET, timeout=30)
+    for fault in faults:
+        requests.post(f"{sandbox}/_sandbox/faults", json=fault, auth=SECRET, timeout=30)
 
 
 def wrk_start(
-    url: str,
-    script: str,
-    seconds: float,
-    connections: int,
-    *args: str,
-    threads: int = 2,
-    timeout: int = 10,
-) -> Popen:
-    """Start wrk with a script of bench/ that prints `BENCH {json}` (posting a file takes one
-    thread a connection: `threads=connections`); a request not answered within `timeout`
-    seconds is counted an error (a timeout), and its latency is not recorded."""
+    url: str, seconds: float, connections: int, *args: str, threads: int = 2, timeout: int = 10
+) -> subprocess.Popen:
+    """Start wrk with bench/wrk.lua and its `args` (posting a file takes one thread a
+    connection); a request unanswered after `timeout` seconds is an error (a timeout)."""
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{round(seconds)}s"]
-    command += ["--timeout", f"{timeout}s", "-s", str(ROOT / "bench" / script), url, "--", *args]
+    command += ["--timeout", f"{timeout}s", "-s", str(ROOT / "bench" / "wrk.lua"), url, "--", *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def wrk_result(proc: Popen) -> dict[str, float]:
-    """The `BENCH {json}` that wrk printed (after it ended, or was interrupted)."""
+def wrk_result(proc: subprocess.Popen) -> dict[str, float]:
+    """The `BENCH {json}` that wrk printed (after it ended, or was interrupted), and req/s."""
     output, _ = proc.communicate()
     line = next((x for x in output.splitlines() if x.startswith("BENCH ")), None)
     if line is None:
         sys.exit(f"wrk printed no result:\n{output}")
-    return json.loads(line[len("BENCH ") :])
-
-
-def wrk(url: str, script: str, seconds: float, connections: int, *args: str) -> dict[str, float]:
-    return wrk_result(wrk_start(url, script, seconds, connections, *args))
-
-
-# --- Reporting --------------------------------------------------------------------------------
+    result = json.loads(line.removeprefix("BENCH "))
+    return {**result, "rps": result["requests"] / result["seconds"]}
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -289,7 +243,27 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join("| " + " | ".join(str(cell) for cell in line) + " |" for line in lines)
 
 
-def verdict(name: str, figure: float, op: str, limit: float) -> list[object]:
-    """A table row: the target `figure op limit` (op `>=` or `<=`), and whether it is met."""
+def verdict(name: str, figure: float, op: str = "", limit: float = 0) -> list[object]:
+    """A row of the targets' table: `figure op limit` (op `>=` or `<=`) and whether it is met;
+    without `op`, a figure shown beside the targets that has none."""
+    if not op:
+        return [name, "no target", f"{figure:.2f}", ""]
     ok = figure >= limit if op == ">=" else figure <= limit
     return [name, f"{op} {limit:g}", f"{figure:.2f}", "PASS" if ok else "FAIL"]
+
+
+def main(doc: str, run: Callable, report: Callable, argv: list[str] | None, **options: dict) -> int:
+    """A benchmark's command line (`options`, `--strict`, `--json`): run it, print its figures
+    and its targets' table; 1 under `--strict` when a target is missed."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--json", type=Path, help="write every figure there")
+    for name, option in options.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", **option)
+    args = parser.parse_args(argv)
+    figures = run(args)
+    text, checks = report(figures)
+    print(f"{text}\n\n{table(['target', 'wanted', 'figure', 'result'], checks)}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2, default=str))
+    return 1 if args.strict and any(check[-1] == "FAIL" for check in checks) else 0
