@@ -53,6 +53,13 @@ class WebhookEvent(models.Model):
         indexes = [
             models.Index(fields=["provider_payment_id", "state"], name="webhook_payment_state"),
             models.Index(fields=["state", "received_at"], name="webhook_state_received"),
+            # The admin's list: its order (newest first) and those matched to no payment.
+            models.Index(fields=["received_at", "id"], name="webhook_received"),
+            models.Index(
+                fields=["received_at", "id"],
+                name="webhook_unmatched_received",
+                condition=models.Q(payment=None),
+            ),
         ]
         permissions = [("process_webhookevent", "Can retry and replay webhook events")]
 
