@@ -354,3 +354,34 @@ def test_the_search_box_says_what_it_finds(admin_client: Client, name: str) -> N
     help_text = re.search(r'id="searchbar_helptext">(.*?)</div>', html, re.S)
     assert help_text is not None
     assert help_text.group(1).startswith("Exact")
+
+
+# --- Sorts --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sort", "expected"), [("4", ["total", "pk"]), ("-4", ["-total", "-pk"])])
+def test_a_sort_ends_on_the_primary_key_in_the_column_direction(
+    admin_client: Client, sort: str, expected: list[str]
+) -> None:
+    """A sort by a column that is not unique ends on the primary key in the column's own
+    direction, so that the column's index on (column, id) serves it, both ways; the rows
+    read in that order."""
+    orders = add_orders(3)
+
+    response = admin_client.get(LISTS["orders"].url, {"o": sort})
+
+    assert list(response.context["cl"].queryset.query.order_by) == expected
+    ascending = [order.pk for order in sorted(orders, key=lambda order: order.pk)]
+    shown_pks = [order.pk for order in shown(response)]
+    assert shown_pks == (ascending if sort == "4" else ascending[::-1])
+
+
+def test_only_indexed_columns_are_sortable(admin_client: Client) -> None:
+    """The orders' charged amount (a sum over their payments) is not offered as a sort."""
+    add_orders(1)
+
+    html = admin_client.get(LISTS["orders"].url).content.decode()
+
+    header = re.search(r'<th scope="col" class="([^"]*)column-charged', html)
+    assert header is not None and "sortable" not in header.group(1)
+    assert 'class="sortable column-amount' in html
