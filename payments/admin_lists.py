@@ -17,12 +17,15 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ChangeList
 from django.core.paginator import Paginator
 from django.db.models import OrderBy, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.functional import cached_property
+from django.utils.html import format_html
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 # A provider payment (or subscription) id: a UUID, with or without its dashes.
@@ -141,6 +144,17 @@ class BoundedListAdmin(admin.ModelAdmin):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return BoundedChangeList
+
+    def action_checkbox(self, obj: Any) -> str:
+        """Django's checkbox of a row, written at once rather than through the form widget's
+        templates (a third of a list page's time, rendered for each of its rows)."""
+        label = format_html(gettext("Select this object for an action - {}"), str(obj))
+        return format_html(
+            '<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
+            helpers.ACTION_CHECKBOX_NAME,
+            str(obj.pk),
+            label,
+        )
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
