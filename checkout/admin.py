@@ -14,10 +14,23 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from checkout.admin_actions import OrderActionsMixin, available_actions
-from checkout.installment_plans import order_installments
+from checkout.installment_plans import interest_free_text
 from checkout.models import Order, OrderItem, OrderMail, Product
-from checkout.selectors import order_ledger, order_payments, with_charged
+from checkout.selectors import (
+    order_ledger,
+    order_payments,
+    with_charged,
+    with_installment_plan,
+)
 from checkout.templatetags.shop import mxn
+from payments.admin_lists import (
+    BoundedListAdmin,
+    DateRangeFilter,
+    SearchTerm,
+    Shape,
+    recent_values,
+)
+from payments.models import Payment
 
 
 @admin.register(Product)
@@ -107,9 +120,10 @@ class OrderMailInline(admin.TabularInline):
 
 
 @admin.register(Order)
-class OrderAdmin(OrderActionsMixin):
+class OrderAdmin(BoundedListAdmin, OrderActionsMixin):
     """The staff's main screen: the order, its customer, its payments and their ledger, and
-    the actions the staff member may take on it."""
+    the actions the staff member may take on it. The list stays fast on a year of orders
+    (payments.admin_lists): each sortable column, filter and search has its index."""
 
     list_display = [
         "reference",
@@ -121,9 +135,12 @@ class OrderAdmin(OrderActionsMixin):
         "fulfilment",
         "installments",
     ]
-    list_filter = ["status", "fulfilment"]
-    search_fields = ["reference", "email", "last_name"]
-    date_hierarchy = "created_at"
+    list_filter = ["status", "fulfilment", ("created_at", DateRangeFilter)]
+    sortable_by = ["reference", "created_at", "amount"]
+    search_fields = ["reference"]  # shows the box; `search` says what it finds
+    search_help_text = _(
+        "Exact order reference, customer email, provider payment id or the card's last 4 digits."
+    )
     inlines = [OrderItemInline, OrderMailInline]
     actions = ["ship_selected"]
     change_form_template = "admin/checkout/order/change_form.html"
@@ -171,9 +188,24 @@ class OrderAdmin(OrderActionsMixin):
         return f"{mxn(obj.total)} {obj.currency}"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Order]:
-        return with_charged(super().get_queryset(request))
+        return with_installment_plan(with_charged(super().get_queryset(request)))
 
-    @admin.display(description=_("charged"), ordering="charged_amount")
+    def search(self, queryset: QuerySet[Order], term: SearchTerm) -> QuerySet[Order]:
+        """By the customer's email (in any case), or by the payments named by a provider
+        payment id or the card's last 4 digits (their latest, up to the count limit), or by
+        the exact reference."""
+        if term.shape is Shape.EMAIL:
+            return queryset.filter(email__iexact=term.text)
+        if term.shape is Shape.LAST_FOUR:
+            payments = Payment.objects.filter(card_last_digits=term.text)
+        else:
+            payments = Payment.objects.filter(provider_id__in=term.spellings)
+        references = recent_values(payments, "external_reference")
+        if term.shape is Shape.OTHER:
+            references += term.spellings
+        return queryset.filter(reference__in=references)
+
+    @admin.display(description=_("charged"))
     def charged(self, obj: Order) -> str:
         """What the customer's card was charged, net of refunds (after a partial shipment,
         less than the total: the rest of the hold was released)."""
@@ -192,4 +224,7 @@ class OrderAdmin(OrderActionsMixin):
 
     @admin.display(description=_("installments"))
     def installments(self, obj: Order) -> str:
-        return order_installments(order_payments(obj)) or "—"
+        months = getattr(obj, "plan_months", None)
+        if not months:
+            return "—"
+        return interest_free_text(months, obj.plan_monthly)

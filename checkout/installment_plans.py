@@ -23,7 +23,9 @@ def order_installments(payments: list[Payment]) -> str:
     paying = [p for p in payments if p.installments > 1 and p.status in CHARGED]
     if not paying:
         return ""
-    last = paying[-1]
-    return _("%(plan)s, interest-free") % {
-        "plan": plan_text(last.installments, last.installment_amount)
-    }
+    return interest_free_text(paying[-1].installments, paying[-1].installment_amount)
+
+
+def interest_free_text(months: int, monthly: Decimal | None) -> str:
+    """The plan of a charge paid in installments: `6 × $300.00, interest-free`."""
+    return _("%(plan)s, interest-free") % {"plan": plan_text(months, monthly)}

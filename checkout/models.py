@@ -9,6 +9,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.db.models.functions import Upper
 from django.utils import timezone
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
@@ -133,7 +134,16 @@ class Order(models.Model):
                 fields=["reserved_until"],
                 name="order_reservation_open",
                 condition=models.Q(status__in=sorted(PAYABLE_STATUSES)),
-            )
+            ),
+            # The admin's list: its order (newest first), its filters, its sorts and its
+            # search by email (in any case).
+            models.Index(fields=["created_at", "id"], name="order_created"),
+            models.Index(fields=["status", "created_at", "id"], name="order_status_created"),
+            models.Index(
+                fields=["fulfilment", "created_at", "id"], name="order_fulfilment_created"
+            ),
+            models.Index(fields=["total", "id"], name="order_total"),
+            models.Index(Upper("email"), name="order_email_upper"),
         ]
         verbose_name = _("order")
         verbose_name_plural = _("orders")

@@ -10,6 +10,7 @@ from decimal import Decimal
 from django.db.models import F, OuterRef, QuerySet, Subquery, Sum
 
 from checkout import ledger
+from checkout.installment_plans import CHARGED
 from checkout.models import Order, OrderEvent
 from payments.ledger import entry_details
 from payments.models import Payment, PaymentEvent
@@ -30,6 +31,19 @@ def with_charged(orders: QuerySet[Order]) -> QuerySet[Order]:
         .values("net")
     )
     return orders.annotate(charged_amount=Subquery(net))
+
+
+def with_installment_plan(orders: QuerySet[Order]) -> QuerySet[Order]:
+    """The orders with `plan_months` and `plan_monthly`: the plan of their latest charge paid
+    in installments, as `order_installments` reads it (null when paid in full); one indexed
+    look-up per order shown, within the list's own query."""
+    latest = Payment.objects.filter(
+        external_reference=OuterRef("reference"), installments__gt=1, status__in=CHARGED
+    ).order_by("-created_at", "-pk")
+    return orders.annotate(
+        plan_months=Subquery(latest.values("installments")[:1]),
+        plan_monthly=Subquery(latest.values("installment_amount")[:1]),
+    )
 
 
 def order_payments(order: Order) -> list[Payment]:

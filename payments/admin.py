@@ -27,6 +27,13 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from payments import ledger
+from payments.admin_lists import (
+    BoundedListAdmin,
+    DateRangeFilter,
+    SearchTerm,
+    Shape,
+    recent_values,
+)
 from payments.errors import PaymentError, PaymentNotAllowed
 from payments.forms import CaptureForm, RefundForm, SubscriptionImportForm
 from payments.models import (
@@ -162,7 +169,7 @@ def _permission(action: str) -> str:
 
 
 @admin.register(Payment)
-class PaymentAdmin(MoneyColumns, StaffActionsAdmin):
+class PaymentAdmin(MoneyColumns, BoundedListAdmin, StaffActionsAdmin):
     list_display = [
         "external_reference",
         "status_badge",
@@ -175,9 +182,17 @@ class PaymentAdmin(MoneyColumns, StaffActionsAdmin):
         "authorized_at",
         "expires",
     ]
-    list_filter = ["status", "capture_method", ExpiringSoonFilter]
-    search_fields = ["external_reference", "provider_id", "customer_email", "=card_last_digits"]
-    date_hierarchy = "created_at"
+    list_filter = [
+        "status",
+        "capture_method",
+        ExpiringSoonFilter,
+        ("created_at", DateRangeFilter),
+    ]
+    sortable_by = ["external_reference", "amount_shown"]
+    search_fields = ["external_reference"]  # shows the box; `search` says what it finds
+    search_help_text = _(
+        "Exact order reference, customer email, provider payment id or the card's last 4 digits."
+    )
     list_per_page = 50
     inlines = [RefundInline, PaymentEventInline]
     actions = ["capture_selected", "cancel_selected", "refresh_selected"]
@@ -243,6 +258,19 @@ class PaymentAdmin(MoneyColumns, StaffActionsAdmin):
 
     def has_refresh_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(_permission("refresh"))
+
+    def search(self, queryset: QuerySet[Payment], term: SearchTerm) -> QuerySet[Payment]:
+        """By the customer's email (in any case), the card's last 4 digits, or exactly by
+        the provider's id or the order reference."""
+        if term.shape is Shape.EMAIL:
+            return queryset.filter(customer_email__iexact=term.text)
+        if term.shape is Shape.LAST_FOUR:
+            return queryset.filter(card_last_digits=term.text)
+        if term.shape is Shape.PROVIDER_ID:
+            return queryset.filter(provider_id__in=term.spellings)
+        return queryset.filter(
+            Q(external_reference__in=term.spellings) | Q(provider_id__in=term.spellings)
+        )
 
     # --- List columns -----------------------------------------------------------------------
 
@@ -564,8 +592,31 @@ def _refresh(payment: Payment, *, listed: bool = False) -> Asked:
     return Asked(params={"listed": listed}, payment=payment)
 
 
+class PriceFilter(admin.SimpleListFilter):
+    """The prices of the latest subscriptions (a DISTINCT over every subscription would read
+    them all); any other price is found by searching for it."""
+
+    title = _("price id")
+    parameter_name = "price_id"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        prices = recent_values(Subscription.objects.all(), "price_id", limit=LATEST_PRICES)
+        chosen = [self.value()] if self.value() else []
+        return [(price, price) for price in sorted(set(prices + chosen))]
+
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[Subscription]
+    ) -> QuerySet[Subscription]:
+        value = self.value()
+        return queryset.filter(price_id=value) if value else queryset
+
+
+# How many of the latest subscriptions the price filter reads its choices from.
+LATEST_PRICES = 200
+
+
 @admin.register(Subscription)
-class SubscriptionAdmin(StaffActionsAdmin):
+class SubscriptionAdmin(BoundedListAdmin, StaffActionsAdmin):
     list_display = [
         "provider_id",
         "price_id",
@@ -575,8 +626,10 @@ class SubscriptionAdmin(StaffActionsAdmin):
         "invoice_count",
         "last_synced_at",
     ]
-    list_filter = ["status", "price_id"]
-    search_fields = ["provider_id", "price_id", "customer_email"]
+    list_filter = ["status", PriceFilter, ("created_at", DateRangeFilter)]
+    sortable_by = ["provider_id"]
+    search_fields = ["provider_id"]  # shows the box; `search` says what it finds
+    search_help_text = _("Exact subscription id (the provider's) or customer email.")
     actions = ["cancel_selected"]
     change_list_template = "admin/payments/subscription/change_list.html"
     readonly_fields = [
@@ -602,6 +655,12 @@ class SubscriptionAdmin(StaffActionsAdmin):
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("payments.cancel_subscription")
+
+    def search(self, queryset: QuerySet[Subscription], term: SearchTerm) -> QuerySet[Subscription]:
+        """By the customer's email (in any case), or exactly by the provider's id."""
+        if term.shape is Shape.EMAIL:
+            return queryset.filter(customer_email__iexact=term.text)
+        return queryset.filter(provider_id__in=term.spellings)
 
     @admin.display(description=_("customer"))
     def customer_name(self, obj: Subscription) -> str:

@@ -12,6 +12,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
+from django.db.models.functions import Upper
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
@@ -180,9 +181,26 @@ class Payment(models.Model):
         ordering = ["-created_at"]
         verbose_name = _("payment")
         verbose_name_plural = _("payments")
-        # The orders' sweep reads the payments changed lately (checkout.tasks).
         indexes = [
+            # The orders' sweep reads the payments changed lately (checkout.tasks).
             models.Index(fields=["updated_at"], name="payment_updated_at"),
+            # The admin's list: its order (newest first), its filters and sorts, and its
+            # searches by email (in any case) and by the card's last digits (newest first).
+            models.Index(fields=["created_at", "id"], name="payment_created"),
+            models.Index(fields=["status", "created_at", "id"], name="payment_status_created"),
+            models.Index(
+                fields=["capture_method", "created_at", "id"], name="payment_capture_created"
+            ),
+            models.Index(
+                fields=["card_last_digits", "created_at", "id"], name="payment_card_created"
+            ),
+            models.Index(Upper("customer_email"), name="payment_email_upper"),
+            models.Index(fields=["amount", "id"], name="payment_amount"),
+            models.Index(
+                fields=["authorization_expires_at"],
+                name="payment_authorized_expiry",
+                condition=models.Q(status="authorized"),
+            ),
             # The reconciliation reads the checks that are due, soonest first.
             models.Index(
                 fields=["next_check_at"],
@@ -371,6 +389,15 @@ class Subscription(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        # The admin's list: its order, its filters and its search by email (in any case).
+        indexes = [
+            models.Index(fields=["created_at", "id"], name="subscription_created"),
+            models.Index(fields=["status", "created_at", "id"], name="subscription_status_created"),
+            models.Index(
+                fields=["price_id", "created_at", "id"], name="subscription_price_created"
+            ),
+            models.Index(Upper("customer_email"), name="subscription_email_upper"),
+        ]
         permissions = [("cancel_subscription", _("Can cancel subscriptions"))]
         verbose_name = _("subscription")
         verbose_name_plural = _("subscriptions")

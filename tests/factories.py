@@ -15,9 +15,10 @@ from django.utils import timezone
 
 from checkout.models import Order, OrderEvent, OrderItem, Product
 from payments.calls.create import payment_send_create
-from payments.models import Payment, PaymentEvent, Refund
+from payments.models import Payment, PaymentEvent, Refund, Subscription
 from payments.services import payment_attempt_store
 from tests.support import VISA, Api
+from webhooks.models import WebhookEvent
 
 
 def create_now(**attempt: Any) -> Payment:
@@ -181,3 +182,34 @@ class RefundFactory(factory.django.DjangoModelFactory):
     provider_id = factory.LazyFunction(lambda: uuid.uuid4().hex)
     amount = Decimal("100.00")
     status = "approved"
+
+
+class SubscriptionFactory(factory.django.DjangoModelFactory):
+    """A subscription as the shop keeps the provider's (written straight to the database),
+    each created a second after the one before."""
+
+    class Meta:
+        model = Subscription
+
+    provider_id = factory.LazyFunction(lambda: str(uuid.uuid4()))
+    price_id = "price_mensual"
+    customer = factory.LazyFunction(
+        lambda: {"first_name": "Ana", "last_name": "Pérez", "email": "ana@example.com"}
+    )
+    customer_email = "ana@example.com"
+    status = "active"
+    created_at = factory.Sequence(lambda n: timezone.now() + timedelta(seconds=n))
+
+
+class WebhookEventFactory(factory.django.DjangoModelFactory):
+    """A notification as the receiver stores it, processed (written straight to the database),
+    each received a second after the one before."""
+
+    class Meta:
+        model = WebhookEvent
+
+    provider_payment_id = factory.LazyFunction(lambda: str(uuid.uuid4()))
+    event_type = "UPDATE"
+    state = "processed"
+    attempts = 1
+    received_at = factory.Sequence(lambda n: timezone.now() + timedelta(seconds=n))

@@ -6,13 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from payments.admin_lists import (
+    BoundedListAdmin,
+    DateRangeFilter,
+    SearchTerm,
+    Shape,
+    recent_values,
+)
+from payments.models import Payment
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.services import webhook_events_retry
 
@@ -49,7 +57,7 @@ class PaymentFilter(admin.SimpleListFilter):
 
 
 @admin.register(WebhookEvent)
-class WebhookEventAdmin(admin.ModelAdmin):
+class WebhookEventAdmin(BoundedListAdmin):
     list_display = [
         "received_at",
         "event_type",
@@ -60,10 +68,11 @@ class WebhookEventAdmin(admin.ModelAdmin):
         "remote_addr",
         "short_error",
     ]
-    list_filter = ["state", "event_type", PaymentFilter, "received_at"]
-    search_fields = ["=provider_payment_id", "payment__external_reference"]
+    list_filter = ["state", "event_type", PaymentFilter, ("received_at", DateRangeFilter)]
+    sortable_by = ["received_at"]
+    search_fields = ["provider_payment_id"]  # shows the box; `search` says what it finds
+    search_help_text = _("Exact provider payment id or order reference.")
     list_select_related = ["payment"]
-    date_hierarchy = "received_at"
     list_per_page = 100
     actions = ["retry_selected", "replay_selected"]
     fields = [
@@ -93,6 +102,18 @@ class WebhookEventAdmin(admin.ModelAdmin):
 
     def has_process_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("webhooks.process_webhookevent")
+
+    def search(self, queryset: QuerySet[WebhookEvent], term: SearchTerm) -> QuerySet[WebhookEvent]:
+        """By the provider's payment id (in any case, as pasted from its dashboard), else by
+        the order reference (or an id of another format): the order's payments are looked up
+        first, then their events, so that no join runs over both tables whole."""
+        if term.shape is Shape.PROVIDER_ID:
+            return queryset.filter(provider_payment_id__in=term.spellings)
+        payments = Payment.objects.filter(external_reference__in=term.spellings)
+        return queryset.filter(
+            Q(payment_id__in=recent_values(payments, "pk"))
+            | Q(provider_payment_id__in=term.spellings)
+        )
 
     @admin.display(description=_("state"), ordering="state")
     def state_badge(self, event: WebhookEvent) -> str:

@@ -76,6 +76,13 @@ class WebhookEvent(models.Model):
                 name="webhook_given_up",
                 condition=models.Q(state=WebhookState.FAILED, last_error__startswith=GAVE_UP),
             ),
+            # The admin's list: its order (newest first) and those matched to no payment.
+            models.Index(fields=["received_at", "id"], name="webhook_received"),
+            models.Index(
+                fields=["received_at", "id"],
+                name="webhook_unmatched_received",
+                condition=models.Q(payment=None),
+            ),
         ]
         permissions = [("process_webhookevent", "Can retry and replay webhook events")]
 

@@ -3,7 +3,7 @@ their text after SHOP_MAIL_KEEP_DAYS reads only those (checkout.services.retenti
 
 from django.db import migrations, models
 
-from config.migration_operations import AddIndexWithoutLock
+from payments.migration_ops import AddIndexOnline
 
 
 class Migration(migrations.Migration):
@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        AddIndexWithoutLock(
+        AddIndexOnline(
             model_name="ordermail",
             index=models.Index(
                 condition=models.Q(("body", ""), _negated=True),

@@ -225,6 +225,11 @@ if PAYMENTS_METHODS_REFRESH_EVERY < 1 or PAYMENTS_PROVIDER_CHECK_EVERY < 1:
     raise ImproperlyConfigured(
         "PAYMENTS_METHODS_REFRESH_EVERY and PAYMENTS_PROVIDER_CHECK_EVERY must be at least 1"
     )
+# The admin's lists count at most this many rows (beyond, they say "more than ..."): a count
+# over a year of orders would cost more than the page itself.
+ADMIN_LIST_COUNT_LIMIT = env_int("ADMIN_LIST_COUNT_LIMIT", 1000)
+if ADMIN_LIST_COUNT_LIMIT < 1:
+    raise ImproperlyConfigured("ADMIN_LIST_COUNT_LIMIT must be at least 1")
 # How long an order holds its items for its payment (minutes); not paid or authorized by then, it
 # expires and they go back to stock: at once when a page reads the stock, else by beat every
 # SHOP_RESERVATIONS_SWEEP_EVERY seconds.

@@ -68,13 +68,5 @@ class Migration(migrations.Migration):
             name='next_check_at',
             field=models.DateTimeField(blank=True, null=True, verbose_name='next check'),
         ),
-        migrations.AddIndex(
-            model_name='payment',
-            index=models.Index(condition=models.Q(('next_check_at__isnull', False)), fields=['next_check_at'], name='payment_check_due'),
-        ),
-        migrations.AddIndex(
-            model_name='payment',
-            index=models.Index(condition=models.Q(('status__in', ['creating', 'unknown']), models.Q(('create_request', ''), _negated=True)), fields=['created_at'], name='payment_waiting_to_send'),
-        ),
         migrations.RunPython(schedule_existing, migrations.RunPython.noop, elidable=True),
     ]

@@ -4,7 +4,7 @@ not be reached, by when (the relay's retries: the failed ones left for staff are
 
 from django.db import migrations, models
 
-from config.migration_operations import AddIndexWithoutLock
+from payments.migration_ops import AddIndexOnline
 
 
 class Migration(migrations.Migration):
@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        AddIndexWithoutLock(
+        AddIndexOnline(
             model_name="webhookevent",
             index=models.Index(
                 condition=models.Q(("state__in", ["processed", "unmatched"])),
@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
                 name="webhook_finished",
             ),
         ),
-        AddIndexWithoutLock(
+        AddIndexOnline(
             model_name="webhookevent",
             index=models.Index(
                 condition=models.Q(
