@@ -13,6 +13,7 @@ The reads themselves share the provider read budget (`payments.read_budget`).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from payments.models import Payment, PaymentStatus
 
@@ -73,3 +74,32 @@ def advance(payment: Payment, *, now: datetime) -> None:
     while (due := next_check(payment.status, since=since, done=done)) is not None and due <= now:
         done += 1
     _set(payment, since=since, done=done)
+
+
+def schedule_from_last_change(cursor: Any, table: str) -> None:
+    """Give every payment that can still move, and whose schedule is not over, the next step of
+    its schedule counted from its last change (`updated_at`), the steps already past skipped:
+    for payments written without the schedule (before it existed, or generated in bulk). One
+    statement per group of statuses."""
+    groups: dict[tuple[timedelta, ...], list[str]] = {}
+    for status, steps in _OFFSETS.items():
+        groups.setdefault(steps, []).append(str(status))
+    for steps, statuses in groups.items():
+        cursor.execute(
+            f"""
+            UPDATE {table} AS p
+            SET checks_from = p.updated_at, checks_done = nxt.done,
+                next_check_at = p.updated_at + nxt.step
+            FROM {table} AS q
+            CROSS JOIN LATERAL (
+                SELECT o.ord - 1 AS done, o.step
+                FROM unnest(%s::interval[]) WITH ORDINALITY AS o(step, ord)
+                WHERE q.updated_at + o.step > now()
+                ORDER BY o.ord
+                LIMIT 1
+            ) AS nxt
+            WHERE q.id = p.id AND p.status = ANY(%s) AND p.provider_id IS NOT NULL
+              AND p.updated_at > now() - %s::interval
+            """,  # noqa: S608 (the table's name is the model's, never input)
+            [list(steps), statuses, steps[-1]],
+        )

@@ -263,3 +263,28 @@ def test_due_reads_are_handed_out_in_tasks_once_and_again_when_a_task_is_lost(
         for _name, args in take_queued(celery_app):
             payments_check(*args)
     assert sorted(provider_gets) == sorted(p.provider_id for p in payments)
+
+
+def test_payments_written_without_a_schedule_get_their_next_step(provider: Api) -> None:
+    """Payments from before the schedule (or generated in bulk) get the next step counted from
+    their last change, the steps already past skipped; settled ones and those past their last
+    step get none."""
+    from django.db import connection
+
+    from payments.read_schedule import schedule_from_last_change
+
+    approved, old, rejected = (PaymentFactory(provider=provider) for _ in range(3))
+    now = timezone.now()
+    Payment.objects.update(checks_from=None, checks_done=0, next_check_at=None)
+    Payment.objects.filter(pk=approved.pk).update(updated_at=now - timedelta(days=2))
+    Payment.objects.filter(pk=old.pk).update(updated_at=now - timedelta(days=40))
+    Payment.objects.filter(pk=rejected.pk).update(status=PaymentStatus.REJECTED)
+
+    with connection.cursor() as cursor:
+        schedule_from_last_change(cursor, Payment._meta.db_table)
+
+    approved.refresh_from_db()
+    assert approved.checks_done == 3  # 1 h, 6 h and 1 d are past: the next is at 3 days
+    assert approved.next_check_at == approved.updated_at + timedelta(days=3)
+    assert Payment.objects.get(pk=old.pk).next_check_at is None
+    assert Payment.objects.get(pk=rejected.pk).next_check_at is None
