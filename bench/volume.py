@@ -89,9 +89,8 @@ def measure() -> list[dict[str, Any]]:
     from django.test import Client
     from django.utils import translation
 
-    from checkout.models import Order
+    from config.volume.history import fill_moment
     from config.volume.pages import admin_pages
-    from config.volume.tail import NEWEST
 
     translation.activate("en")
     client = Client(HTTP_HOST="127.0.0.1", HTTP_ACCEPT_LANGUAGE="en")
@@ -104,8 +103,7 @@ def measure() -> list[dict[str, Any]]:
         row = timed(lambda path=path: client.get(path).status_code)
         rows.append({"name": label, **row, "note": "" if row["result"] == 200 else row["result"]})
     # The tasks run at the fill's moment, whenever it was: its work in flight is as it left it.
-    moment = Order.objects.latest("created_at").created_at + NEWEST
-    traveller = time_machine.travel(moment, tick=True)
+    traveller = time_machine.travel(fill_moment(), tick=True)
     traveller.start()
     for name, entry in settings.CELERY_BEAT_SCHEDULE.items():
         task = app.tasks[entry["task"]]
@@ -143,7 +141,10 @@ def report(sizes: list[int], results: list[list[dict[str, Any]]], strict: bool) 
     print(runtime.table(header, rows))
     print("Tasks: provider reads go to a sandbox that knows none of the fill's payments (404s);")
     print("items: what each task returned (payments read, events relayed, orders synced…).")
-    if importlib.util.find_spec("payments.read_budget") is not None:
+    spec = importlib.util.find_spec("payments.read_budget")
+    if spec is not None and str(spec.origin).startswith(str(runtime.ROOT)):  # this tree's
+        os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+        __import__("django").setup()
         from payments.read_budget import budget_table
 
         budget_rows, budget_misses = budget_table()

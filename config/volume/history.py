@@ -33,6 +33,9 @@ from payments.messages import NOT_REACHED
 
 # Orders of the year are placed until this long before now; the tail has the last hours.
 HISTORY_ENDS = timedelta(hours=1)
+# Subscriptions were last read this long before the fill's moment: a benchmark run later finds
+# the moment (and travels back to it) from them (`fill_moment`).
+SUBSCRIPTIONS_READ = timedelta(hours=2)
 # Relative weights of an hour of the day (local time), a day of the week (Monday first) and
 # a month: more at midday and in the evening, more at the weekend, more before Christmas.
 HOURS = [.15, .08, .05, .04, .04, .06, .15, .35, .6, .8, .95, 1.1, 1.3, 1.35, 1.2, 1.0, .95, 1.0,
@@ -263,6 +266,14 @@ def reset_sequences() -> None:
         )
 
 
+def fill_moment() -> datetime | None:
+    """The moment of the latest fill of this database (its tail's "now")."""
+    from payments.models import Subscription
+
+    latest = Subscription.objects.order_by("-last_synced_at").first()
+    return latest.last_synced_at + SUBSCRIPTIONS_READ if latest and latest.last_synced_at else None
+
+
 def fill_rest(*, orders: int, now: datetime, actor: Context) -> None:
     """What is not an order's: subscriptions, and the browser sessions long expired."""
     params = {
@@ -271,6 +282,7 @@ def fill_rest(*, orders: int, now: datetime, actor: Context) -> None:
         "now": now,
         "base": int(_value("SELECT coalesce(max(id), 0) FROM payments_subscription")),  # type: ignore[arg-type]
         "prices": people.PRICE_IDS,
+        "read": now - SUBSCRIPTIONS_READ,
     }
     _run(
         f"""INSERT INTO payments_subscription (provider_id, price_id, customer, customer_email,
@@ -281,7 +293,7 @@ def fill_rest(*, orders: int, now: datetime, actor: Context) -> None:
             'status', 'paid', 'amount', '249.00', 'currency', 'MXN',
             'due_date', pg_temp.iso(x.created_at + interval '1 month'))),
           jsonb_build_object('id', pg_temp.vuuid(5, %(base)s + g), 'price_id', x.price,
-            'status', x.status), %(now)s::timestamptz - interval '2 hours', x.created_at
+            'status', x.status), %(read)s, x.created_at
         FROM generate_series(1, %(n)s) g
         CROSS JOIN LATERAL (SELECT
           (%(prices)s::text[])[1 + floor({R}(%(base)s + g, 81) * 3)::int] AS price,

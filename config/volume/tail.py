@@ -50,9 +50,6 @@ GROUPS = [
     ("out_of_step", 4), ("to_warn", 2), ("expired_hold", 1),
 ]  # fmt: skip
 ORDERS = sum(count for _, count in GROUPS)
-# The tail's newest order is placed this long before the fill's moment: a benchmark run later
-# finds the moment (and travels back to it) from the newest order.
-NEWEST = timedelta(minutes=1)
 CODES = {
     PaymentStatus.PENDING: ("PE-3DS01", "Waiting 3DS"),
     PaymentStatus.APPROVED: ("AP-PAI01", "paid"),
@@ -93,8 +90,8 @@ def fill_tail(*, seed: int, now: datetime, actor: Any) -> None:
     request = seal({"note": "a create request of the fill, kept while its answer is awaited"})
     admin_id = actor.actor or None
     for group, count in GROUPS:
-        for index in range(count):
-            placed = now - NEWEST if group == "held" and not index else _placed(group, rng, now)
+        for _ in range(count):
+            placed = _placed(group, rng, now)
             product = rng.choice(products)
             first = rng.choice(["Ana", "Luis", "Sofía", "Diego", "Renata", "Jorge"])
             last = rng.choice(["Pérez", "Ruiz", "Flores", "Ortiz", "Chávez", "Reyes"])
