@@ -176,7 +176,8 @@ def prepare(*, seed: int, orders: int, now: datetime) -> Context:
 
 
 def _months(now: datetime) -> list[tuple[datetime, datetime]]:
-    start = now - timedelta(days=365)
+    # From the hour the year starts in: every hour of `vol_hours` falls in one month.
+    start = (now - timedelta(days=365)).replace(minute=0, second=0, microsecond=0)
     edges = [start]
     while edges[-1] < now:
         first = edges[-1].replace(day=1, hour=0, minute=0, second=0, microsecond=0)

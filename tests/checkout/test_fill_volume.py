@@ -38,9 +38,9 @@ def fill(orders: int = 300, *args: str) -> None:
 def test_a_small_fill_has_the_shape_of_a_busy_shop() -> None:
     """Given an empty database, when 300 orders are filled, then payments, ledger entries,
     notifications and mails come in the proportions of a busy shop's year."""
-    fill(300)
+    fill(3000)
     orders = Order.objects.count()
-    assert orders == 300 + tail.ORDERS
+    assert orders == 3000 + tail.ORDERS
     assert 1.05 <= Payment.objects.count() / orders <= 1.3
     assert 1.4 <= PaymentEvent.objects.count() / Payment.objects.count() <= 2.5
     assert 2.3 <= WebhookEvent.objects.count() / orders <= 3.6
