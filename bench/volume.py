@@ -180,7 +180,9 @@ def main() -> None:
     runtime.LOG_DIR.mkdir(parents=True, exist_ok=True)
     for size, size_url in zip(sizes, urls, strict=True):
         filled(size_url, size, args.reuse)
-    sandbox_url = runtime.database(url, f"{name}_volume_sandbox", fresh=True)
+    sandbox_file = runtime.LOG_DIR / "volume-sandbox.sqlite3"  # it only answers 404s
+    sandbox_file.unlink(missing_ok=True)
+    sandbox_url = f"sqlite:///{sandbox_file}"
     results = []
     with runtime.sandbox(runtime.free_port(), sandbox_url) as base:
         for size_url in urls:
