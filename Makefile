@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 export SHOP_PORT ?= 8000
 export SANDBOX_PORT ?= 8001
 
-.PHONY: demo sandbox test lint install migrate seed clean bench soak
+.PHONY: demo sandbox test lint install migrate seed clean bench soak volume
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -54,9 +54,10 @@ lint: install
 	$(BIN)/ruff check .
 
 ## Benchmarks (bench/README.md; methods and figures: docs/benchmarks.md): the webhook receiver
-## beside three others, the storm and calm traffic, then a provider brownout. Needs PostgreSQL
-## and Redis; a database and a Redis db of their own (emptied). Options: BENCH_ARGS (all, e.g.
-## --strict), BENCH_RECEIVER_ARGS, BENCH_STORM_ARGS, BENCH_BROWNOUT_ARGS.
+## beside three others, the storm and calm traffic, a provider brownout, then the admin and the
+## schedules on a 1k and a 1M year of orders. Needs PostgreSQL and Redis; a database and a Redis
+## db of their own (emptied). Options: BENCH_ARGS (all, e.g. --strict), BENCH_RECEIVER_ARGS,
+## BENCH_STORM_ARGS, BENCH_BROWNOUT_ARGS, BENCH_VOLUME_ARGS (e.g. --reuse).
 bench: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/shop_bench
 bench: export REDIS_URL ?= redis://127.0.0.1:6379/6
 bench: install
@@ -66,7 +67,20 @@ bench: install
 	$(BIN)/python -m bench.receiver $(BENCH_ARGS) $(BENCH_RECEIVER_ARGS) || status=$$?; \
 	$(BIN)/python -m bench.storm $(BENCH_ARGS) $(BENCH_STORM_ARGS) || status=$$?; \
 	$(BIN)/python -m bench.brownout $(BENCH_ARGS) $(BENCH_BROWNOUT_ARGS) || status=$$?; \
+	$(BIN)/python -m bench.volume $(BENCH_ARGS) $(BENCH_VOLUME_ARGS) || status=$$?; \
 	exit $$status
+
+## A year of a busy shop to try the admin on (README, "A year of orders"): a database of its own
+## (created if missing; refused if it holds orders), filled by `fill_volume $(VOLUME_ARGS)`
+## (default 1,000,000 orders; e.g. VOLUME_ARGS="--orders 10000").
+volume: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/shop_volume
+volume: install
+	$(BIN)/python -c 'import os, sys; sys.path.insert(0, "."); from bench.runtime import \
+		database, database_name; u = os.environ["DATABASE_URL"]; database(u, database_name(u))'
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py fill_volume $(VOLUME_ARGS)
+	@echo "Admin on it: DATABASE_URL=$$DATABASE_URL $(BIN)/python manage.py runserver," \
+		"then http://127.0.0.1:8000/admin/ (admin / tienda-demo-2026)"
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache

@@ -1,0 +1,203 @@
+"""The admin and the beat schedules on a small and a large year of orders (`fill_volume`).
+
+1. Two databases, DATABASE_URL's name + `_1k`/`_1m`, filled by `fill_volume` (`--reuse`: kept
+   if they hold the right count). A sandbox that knows none of their payments (reads get 404s).
+2. Per size, in a process of its own (bench.settings, DEBUG off): every admin list of orders,
+   payments, notifications, subscriptions: as is, by each filter choice, by date, searched (real
+   values), sorted by each column; an order's and a payment's page; every task of
+   CELERY_BEAT_SCHEDULE, run in process in a transaction rolled back after each run (the fill's
+   fixed tail gives them the same work at both sizes). Queries, median ms of 5 after a warm-up.
+
+    python -m bench.volume [--small 1000] [--large 1000000] [--reuse] [--strict] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from bench import runtime
+
+RUNS = 5
+
+
+def suffix(size: int) -> str:
+    for unit, word in ((1_000_000, "m"), (1_000, "k")):
+        if size >= unit and size % unit == 0:
+            return f"{size // unit}{word}"
+    return str(size)
+
+
+def filled(url: str, size: int, reuse: bool) -> None:
+    """The database of `url` holding a fill of `size` orders (filled unless reused)."""
+    import psycopg
+
+    name = runtime.database_name(url)
+    if reuse:
+        try:
+            with psycopg.connect(url) as c:
+                held = c.execute("SELECT count(*) FROM checkout_order").fetchone()[0]
+            if size <= held <= size + 100:  # the year, and the tail of work in flight
+                return print(f"{name}: reused ({held:,} orders)")
+        except psycopg.Error:
+            pass
+    runtime.database(url, name, fresh=True)
+    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "bench.settings"}
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=runtime.ROOT, env=env, check=True)
+    started = time.monotonic()
+    fill = [*manage, "fill_volume", "--orders", str(size)]
+    subprocess.run(fill, cwd=runtime.ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+    print(f"{name}: filled with {size:,} orders in {time.monotonic() - started:.0f} s")
+
+
+# --- In the measuring process ------------------------------------------------------------------
+
+
+def timed(work: Callable[[], Any], before: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    times, queries, result = [], 0, None
+    for run in range(RUNS + 1):
+        before()
+        connection.queries_log.clear()  # it keeps 9,000 queries: past that, none are counted
+        with CaptureQueriesContext(connection) as captured:
+            started = time.perf_counter()
+            result = work()
+            elapsed = (time.perf_counter() - started) * 1000
+        if run:
+            times.append(elapsed)
+            queries = len(captured)
+    return {"queries": queries, "ms": statistics.median(times), "result": result}
+
+
+def measure() -> list[dict[str, Any]]:
+    import time_machine
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+    from django.test import Client
+    from django.utils import translation
+
+    from config.volume.history import fill_moment
+    from config.volume.pages import admin_pages
+
+    translation.activate("en")
+    client = Client(HTTP_HOST="127.0.0.1", HTTP_ACCEPT_LANGUAGE="en")
+    client.force_login(get_user_model().objects.get(username="admin"))
+    from config.celery import app
+
+    app.loader.import_default_modules()
+    rows = []
+    for label, path in admin_pages(get_user_model().objects.get(username="admin")):
+        row = timed(lambda path=path: client.get(path).status_code)
+        rows.append({"name": label, **row, "note": "" if row["result"] == 200 else row["result"]})
+    # The tasks run at the fill's moment, whenever it was: its work in flight is as it left it.
+    traveller = time_machine.travel(fill_moment(), tick=True)
+    traveller.start()
+    for name, entry in settings.CELERY_BEAT_SCHEDULE.items():
+        task = app.tasks[entry["task"]]
+
+        def run(task: Any = task) -> Any:
+            with transaction.atomic():
+                outcome = task.apply()
+                transaction.set_rollback(True)
+            return outcome.result if outcome.successful() else f"failed: {outcome.result!r}"
+
+        rows.append({"name": f"task {name}", **timed(run, before=runtime.flush_redis)})
+    traveller.stop()
+    return rows
+
+
+# --- The run ------------------------------------------------------------------------------------
+
+
+def report(sizes: list[int], results: list[list[dict[str, Any]]], strict: bool) -> int:
+    header = ["page / task", *(f"queries {suffix(s)}" for s in sizes)]
+    header += [*(f"ms {suffix(s)}" for s in sizes), "ratio", "note"]
+    rows, misses = [], 0
+    for small, large in zip(*results, strict=True):
+        ratio = large["ms"] / max(small["ms"], 0.01)
+        note = " ".join(str(x) for x in (small.get("note"), large.get("note")) if x)
+        slack = 0
+        if small["name"].startswith("task "):
+            items = (small["result"], large["result"])
+            note = f"items {items[0]} / {items[1]}" + (f"; {note}" if note else "")
+            slack = 2 if items[0] != items[1] else 0
+        missed = abs(large["queries"] - small["queries"]) > slack or ratio > 2.0
+        misses += missed
+        figures = [small["queries"], large["queries"], f"{small['ms']:.1f}", f"{large['ms']:.1f}"]
+        rows.append([small["name"], *figures, f"{ratio:.2f}{' MISS' if missed else ''}", note])
+    print(runtime.table(header, rows))
+    print("Tasks: provider reads go to a sandbox that knows none of the fill's payments (404s);")
+    print("items: what each task returned (payments read, events relayed, orders synced…).")
+    spec = importlib.util.find_spec("payments.read_budget")
+    if spec is not None and str(spec.origin).startswith(str(runtime.ROOT)):  # this tree's
+        os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+        __import__("django").setup()
+        from payments.read_budget import budget_table
+
+        budget_rows, budget_misses = budget_table()
+        print("\nRead budget")
+        for line in budget_rows:
+            print(line if isinstance(line, str) else runtime.table(*line))
+        misses += len(budget_misses) if isinstance(budget_misses, list) else int(budget_misses)
+    return 1 if strict and misses else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--small", type=int, default=1000)
+    parser.add_argument("--large", type=int, default=1_000_000)
+    parser.add_argument("--reuse", action="store_true", help="reuse fills of the right size")
+    parser.add_argument("--strict", action="store_true")
+    parser.add_argument("--json", type=str, default="")
+    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+        sys.path.insert(0, str(runtime.ROOT))
+        __import__("django").setup()
+        return print("BENCH " + json.dumps(measure(), default=str))
+    os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/shop_bench")
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/6")
+    url, sizes = os.environ["DATABASE_URL"], [args.small, args.large]
+    name = runtime.database_name(url)
+    urls = [urlunsplit(urlsplit(url)._replace(path=f"/{name}_{suffix(s)}")) for s in sizes]
+    if not all(any(w in runtime.database_name(u) for w in ("bench", "volume")) for u in urls):
+        sys.exit("The fills' database names must contain 'bench' or 'volume'.")
+    sys.path.insert(0, str(runtime.ROOT))
+    runtime.LOG_DIR.mkdir(parents=True, exist_ok=True)
+    for size, size_url in zip(sizes, urls, strict=True):
+        filled(size_url, size, args.reuse)
+    sandbox_file = runtime.LOG_DIR / "volume-sandbox.sqlite3"  # it only answers 404s
+    sandbox_file.unlink(missing_ok=True)
+    sandbox_url = f"sqlite:///{sandbox_file}"
+    results = []
+    with runtime.sandbox(runtime.free_port(), sandbox_url) as base:
+        for size_url in urls:
+            env = {**os.environ, "DATABASE_URL": size_url, "PAYMENTS_API_BASE_URL": base}
+            command = [sys.executable, "-m", "bench.volume", "--measure"]
+            out = subprocess.run(command, cwd=runtime.ROOT, env=env, capture_output=True, text=True)
+            line = next((x for x in out.stdout.splitlines() if x.startswith("BENCH ")), None)
+            if line is None:
+                sys.exit(f"the measuring process failed:\n{out.stdout}\n{out.stderr}")
+            results.append(json.loads(line[len("BENCH ") :]))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(dict(zip(map(suffix, sizes), results, strict=True)), handle, indent=1)
+    sys.exit(report(sizes, results, args.strict))
+
+
+if __name__ == "__main__":
+    main()

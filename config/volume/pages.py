@@ -1,0 +1,78 @@
+"""Every admin page staff use on orders, payments, notifications and subscriptions, with real
+values from the database: each list as it opens, by each of its filters' choices, by date,
+searched, sorted by each sortable column; an order's page and a payment's (`bench/volume.py`
+measures them; the tests open them on a fill)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import admin
+from django.db.models import Model
+from django.test import RequestFactory
+
+from checkout.models import Order
+from payments.models import Payment, Subscription
+from webhooks.models import WebhookEvent
+
+
+def _searches() -> tuple[dict[str, str], dict[type[Model], list[str]]]:
+    """Values to search for (from the database), and which list searches which."""
+    paid = Payment.objects.filter(status="approved").exclude(card_last_digits="").first()
+    subscription = Subscription.objects.first()
+    values = {
+        "reference": paid.external_reference if paid else "",
+        "email": paid.customer_email if paid else "",
+        "provider id": (paid.provider_id or "") if paid else "",
+        "last four": paid.card_last_digits if paid else "",
+        "subscriber": subscription.customer_email if subscription else "",
+    }
+    lists: dict[type[Model], list[str]] = {
+        Order: ["reference", "email"],
+        Payment: ["reference", "email", "provider id", "last four"],
+        WebhookEvent: ["provider id", "reference"],
+        Subscription: ["subscriber"],
+    }
+    return values, lists
+
+
+def _list_pages(model: type[Model], user: Any, values: dict[str, str], words: list[str]) -> list:
+    meta = model._meta
+    base = f"/admin/{meta.app_label}/{meta.model_name}/"
+    request = RequestFactory().get(base)
+    request.user = user
+    model_admin = admin.site._registry[model]
+    changelist = model_admin.get_changelist_instance(request)
+    name = str(meta.verbose_name_plural)
+    found = [(f"{name}: list", base)]
+    for spec in changelist.get_filters(request)[0]:
+        for choice in list(spec.choices(changelist))[1:]:  # the first is "All"
+            found.append((f"{name}: filter {choice['display']}", base + choice["query_string"]))
+    if field := model_admin.date_hierarchy:
+        latest = model.objects.order_by(f"-{field}").values_list(field, flat=True).first()
+        if latest is not None:
+            parts = [("year", latest.year), ("month", latest.month), ("day", latest.day)]
+            for depth in range(1, 4):
+                query = urlencode({f"{field}__{part}": value for part, value in parts[:depth]})
+                found.append((f"{name}: dated by {parts[depth - 1][0]}", f"{base}?{query}"))
+    for word in words:
+        found.append((f"{name}: search {word}", f"{base}?{urlencode({'q': values[word]})}"))
+    for index, column in enumerate(changelist.list_display):
+        if changelist.get_ordering_field(column) is not None:
+            found.append((f"{name}: sorted by {column}", f"{base}?o={index}"))
+    return found
+
+
+def admin_pages(user: Any) -> list[tuple[str, str]]:
+    """(label, path) of every page, for `user` (a superuser sees every filter)."""
+    values, lists = _searches()
+    found = []
+    for model, words in lists.items():
+        found += _list_pages(model, user, values, words)
+    order = Order.objects.filter(reference=values["reference"]).first()
+    payment = Payment.objects.filter(external_reference=values["reference"]).first()
+    if order is not None and payment is not None:
+        found.append(("order page", f"/admin/checkout/order/{order.pk}/change/"))
+        found.append(("payment page", f"/admin/payments/payment/{payment.pk}/change/"))
+    return found
