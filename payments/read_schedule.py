@@ -15,6 +15,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.utils import timezone
+
 from payments.models import Payment, PaymentStatus
 
 RECHECK_AFTER: tuple[timedelta, ...] = (
@@ -76,11 +78,12 @@ def advance(payment: Payment, *, now: datetime) -> None:
     _set(payment, since=since, done=done)
 
 
-def schedule_from_last_change(cursor: Any, table: str) -> None:
+def schedule_from_last_change(cursor: Any, table: str, *, now: datetime | None = None) -> None:
     """Give every payment that can still move, and whose schedule is not over, the next step of
     its schedule counted from its last change (`updated_at`), the steps already past skipped:
     for payments written without the schedule (before it existed, or generated in bulk). One
     statement per group of statuses."""
+    moment = now or timezone.now()
     groups: dict[tuple[timedelta, ...], list[str]] = {}
     for status, steps in _OFFSETS.items():
         groups.setdefault(steps, []).append(str(status))
@@ -94,12 +97,12 @@ def schedule_from_last_change(cursor: Any, table: str) -> None:
             CROSS JOIN LATERAL (
                 SELECT o.ord - 1 AS done, o.step
                 FROM unnest(%s::interval[]) WITH ORDINALITY AS o(step, ord)
-                WHERE q.updated_at + o.step > now()
+                WHERE q.updated_at + o.step > %s
                 ORDER BY o.ord
                 LIMIT 1
             ) AS nxt
             WHERE q.id = p.id AND p.status = ANY(%s) AND p.provider_id IS NOT NULL
-              AND p.updated_at > now() - %s::interval
+              AND p.updated_at > %s::timestamptz - %s::interval
             """,  # noqa: S608 (the table's name is the model's, never input)
-            [list(steps), statuses, steps[-1]],
+            [list(steps), moment, statuses, moment, steps[-1]],
         )

@@ -223,7 +223,7 @@ WRITE = [
       refunded_amount, currency, description, customer_email, card_brand, card_last_digits,
       three_ds_url, provider_version, snapshot, last_error, create_request, intent,
       intent_started_at, authorized_at, authorization_expires_at, expiry_warned_at,
-      last_synced_at, created_at, updated_at, installments, installment_amount)
+      last_synced_at, created_at, updated_at, installments, installment_amount, checks_done)
     SELECT p.id, p.provider_id, o.reference,
       o.reference || '-' || pg_temp.vhex(7, p.id), CASE WHEN o.manual THEN 'manual'
         ELSE 'automatic' END,
@@ -262,7 +262,7 @@ WRITE = [
       CASE WHEN p.provider_id IS NULL THEN NULL ELSE p.last_at + interval '2 seconds' END,
       p.created_at, p.last_at + interval '2 seconds',
       CASE WHEN p.role = 'accepted' THEN k.inst ELSE 1 END,
-      CASE WHEN p.role = 'accepted' AND k.inst > 1 THEN round(o.total / k.inst, 2) END
+      CASE WHEN p.role = 'accepted' AND k.inst > 1 THEN round(o.total / k.inst, 2) END, 0
     FROM vol_p p JOIN vol_o o ON o.id = p.order_id
     LEFT JOIN """
     + CODES
@@ -423,9 +423,13 @@ WRITE_REST = [
     WHERE w.at < %(hist_end)s""",
     # Mails, each sent within seconds of the event it tells of (keys: mails_due's).
     f"""INSERT INTO checkout_ordermail (order_id, kind, key, amount, released, created_at,
-      sent_at)
+      sent_at, subject, body)
     SELECT m.order_id, m.kind, m.key, m.amount, m.released, m.at + interval '1 second',
-      m.at + make_interval(secs => 2 + 18 * {R}(m.order_id, 67))
+      m.at + make_interval(secs => 2 + 18 * {R}(m.order_id, 67)),
+      -- The text of what was sent, kept SHOP_MAIL_KEEP_DAYS (90) as retention leaves it.
+      CASE WHEN m.at > now() - interval '90 days' THEN %(shop)s || ': ' || m.kind ELSE '' END,
+      CASE WHEN m.at > now() - interval '90 days' THEN repeat('Hola, gracias por tu compra en '
+        || %(shop)s || '. Tu pedido ' || m.order_id || ' va en camino. ', 6) ELSE '' END
     FROM (
       SELECT id AS order_id, 'received' AS kind, 'received' AS key, total AS amount,
         NULL::numeric AS released, created_at AS at FROM vol_o

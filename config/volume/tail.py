@@ -32,6 +32,7 @@ from checkout.models import (
     OrderStatus,
     Product,
 )
+from payments import read_schedule
 from payments.models import (
     AUTHORIZATION_VALIDITY,
     CaptureMethod,
@@ -178,7 +179,12 @@ def _payment(
         last_synced_at=None if in_flight else created,
         created_at=created,
     )
-    Payment.objects.filter(pk=payment.pk).update(updated_at=created + timedelta(seconds=2))
+    # Its reads scheduled from its last change, as the shop does: the pending ones are due.
+    read_schedule.restart(payment, now=created + timedelta(seconds=2))
+    Payment.objects.filter(pk=payment.pk).update(
+        updated_at=created + timedelta(seconds=2),
+        **{field: getattr(payment, field) for field in read_schedule.SCHEDULE_FIELDS},
+    )
     if status != PaymentStatus.CREATING:
         PaymentEvent.objects.create(
             payment=payment,

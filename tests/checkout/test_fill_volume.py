@@ -24,7 +24,7 @@ from checkout.services.orders import orders_out_of_step
 from config.volume import fill_allowed, tail
 from config.volume.pages import admin_pages
 from payments.models import Payment, PaymentEvent, Refund, Subscription
-from payments.selectors import payments_to_reconcile, payments_waiting_to_send
+from payments.selectors import payments_due_for_check, payments_waiting_to_send
 from tests.factories import OrderFactory
 from webhooks.models import WebhookEvent
 
@@ -100,7 +100,7 @@ def test_every_schedule_finds_work_in_flight() -> None:
     reconcile, orders out of step with their payments."""
     fill(30)
     assert len(payments_waiting_to_send()) == 7
-    assert len(payments_to_reconcile(now=timezone.now(), limit=500)) >= 4
+    assert len(payments_due_for_check(now=timezone.now(), limit=500)) >= 4
     assert len(orders_out_of_step()) >= 4
 
 
