@@ -42,17 +42,18 @@ def filled(url: str, size: int, reuse: bool) -> None:
     import psycopg
 
     name = runtime.database_name(url)
+    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "bench.settings"}
+    manage = [sys.executable, "manage.py"]
     if reuse:
         try:
             with psycopg.connect(url) as c:
                 held = c.execute("SELECT count(*) FROM checkout_order").fetchone()[0]
             if size <= held <= size + 100:  # the year, and the tail of work in flight
-                return print(f"{name}: reused ({held:,} orders)")
+                subprocess.run([*manage, "migrate", "-v0"], cwd=runtime.ROOT, env=env, check=True)
+                return print(f"{name}: reused ({held:,} orders), migrated")
         except psycopg.Error:
             pass
     runtime.database(url, name, fresh=True)
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "bench.settings"}
-    manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v0"], cwd=runtime.ROOT, env=env, check=True)
     started = time.monotonic()
     fill = [*manage, "fill_volume", "--orders", str(size)]
