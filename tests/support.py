@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import pytest
 import requests
+from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
 # Debian's Chromium, driven by Playwright (no browser is ever downloaded).
@@ -452,3 +454,16 @@ class StaticSite:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def plan_of(sql: str) -> str:
+    """PostgreSQL's plan for `sql` when it may not read a whole table (seq scans off): an
+    index is named only if one can serve the query."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the plans are PostgreSQL's")
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {sql}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("SET LOCAL enable_seqscan = on")
+    return plan

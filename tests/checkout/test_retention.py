@@ -30,6 +30,7 @@ from checkout.tasks import mails_prune_task, sessions_prune_task
 from payments.models import Payment, PaymentEvent, Refund, StaffAction
 from tests.factories import OrderEventFactory, PaymentEventFactory, PaymentFactory, RefundFactory
 from tests.shop import make_order
+from tests.support import plan_of
 from webhooks.tasks import webhooks_prune_task
 
 pytestmark = pytest.mark.django_db
@@ -55,19 +56,6 @@ def sent_mail(order: Order, key: str, days_ago: float, **fields: Any) -> OrderMa
 
 def texts() -> dict[str, tuple[str, str]]:
     return {m.key: (m.subject, m.body) for m in OrderMail.objects.all()}
-
-
-def plan_of(sql: str) -> str:
-    """PostgreSQL's plan for `sql` when it may not read a whole table (seq scans off): an
-    index is named only if one can serve the query."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the plans are PostgreSQL's")
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(f"EXPLAIN {sql}")
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-        cursor.execute("SET LOCAL enable_seqscan = on")
-    return plan
 
 
 def selects_of(run: Callable[[], int]) -> list[str]:

@@ -424,9 +424,12 @@ def test_pay_attempt_fuzz(
     before, calls = state(buyer), len(provider_calls)
     # The same attempt sent again (an earlier example drew its id) is answered as it stands.
     sent = json_object(raw, PAY_LIMIT, empty=b"{}") if valid_attempt(raw) else None
-    again = sent is not None and Payment.objects.filter(
-        idempotency_key=f"{case.path_parameters.get('reference')}-{sent['attempt_id']}"
-    ).exists()
+    again = (
+        sent is not None
+        and Payment.objects.filter(
+            idempotency_key=f"{case.path_parameters.get('reference')}-{sent['attempt_id']}"
+        ).exists()
+    )
 
     response = shop.send(case, raw, headers=headers, params=data.draw(NOISE_QUERY))
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from payments.models import Payment
 from tests.factories import PaymentFactory
+from tests.support import plan_of
 from tests.webhooks.processing_support import notify
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.retention import webhooks_prune
@@ -171,19 +172,6 @@ def test_the_selects_go_through_the_index_of_finished_notifications() -> None:
     [select, *_] = [q["sql"] for q in run.captured_queries if q["sql"].startswith("SELECT")]
 
     assert "webhook_finished" in plan_of(select)
-
-
-def plan_of(sql: str) -> str:
-    """PostgreSQL's plan for `sql` when it may not read a whole table (seq scans off): an
-    index is named only if one can serve the query."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the plans are PostgreSQL's")
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(f"EXPLAIN {sql}")
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-        cursor.execute("SET LOCAL enable_seqscan = on")
-    return plan
 
 
 def test_prune_is_in_the_beat_schedule_on_the_shop_queue(settings: Any, celery_app: Any) -> None:
