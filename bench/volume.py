@@ -103,6 +103,7 @@ def measure() -> list[dict[str, Any]]:
     for label, path in admin_pages(get_user_model().objects.get(username="admin")):
         row = timed(lambda path=path: client.get(path).status_code)
         rows.append({"name": label, **row, "note": "" if row["result"] == 200 else row["result"]})
+        print("ROW " + json.dumps(rows[-1], default=str), file=sys.stderr, flush=True)
     # The tasks run at the fill's moment, whenever it was: its work in flight is as it left it.
     traveller = time_machine.travel(fill_moment(), tick=True)
     traveller.start()
@@ -116,6 +117,7 @@ def measure() -> list[dict[str, Any]]:
             return outcome.result if outcome.successful() else f"failed: {outcome.result!r}"
 
         rows.append({"name": f"task {name}", **timed(run, before=runtime.flush_redis)})
+        print("ROW " + json.dumps(rows[-1], default=str), file=sys.stderr, flush=True)
     traveller.stop()
     return rows
 
@@ -189,10 +191,13 @@ def main() -> None:
         for size_url in urls:
             env = {**os.environ, "DATABASE_URL": size_url, "PAYMENTS_API_BASE_URL": base}
             command = [sys.executable, "-m", "bench.volume", "--measure"]
-            out = subprocess.run(command, cwd=runtime.ROOT, env=env, capture_output=True, text=True)
+            log = runtime.LOG_DIR / f"volume-{runtime.database_name(size_url)}.log"  # its rows
+            with log.open("w") as err:
+                out = subprocess.run(command, cwd=runtime.ROOT, env=env, stdout=subprocess.PIPE,
+                                     stderr=err, text=True)  # fmt: skip
             line = next((x for x in out.stdout.splitlines() if x.startswith("BENCH ")), None)
             if line is None:
-                sys.exit(f"the measuring process failed:\n{out.stdout}\n{out.stderr}")
+                sys.exit(f"the measuring process failed:\n{out.stdout}\nsee {log}")
             results.append(json.loads(line[len("BENCH ") :]))
     if args.json:
         with open(args.json, "w") as handle:
