@@ -32,7 +32,6 @@ PAID, FINAL = ("approved", "authorized"), ("approved", "authorized", "rejected",
 POLL_EVERY = (0.5, 0.5, 0.5, 0.5, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 3.0)
 LOAD_CONNECTIONS = 4  # home-page visitors, and notification senders, each a closed loop
 LOAD_TIMEOUT = 60  # a load request unanswered this long is an error, counted this slow
-QUEUES = ("provider_writes", "provider_reads", "shop")
 CALM_SHOPPERS, CALM_CONCURRENCY, CALM_LATENCY_MS = 20, 2, 300
 SANDBOX_THREADS = 32  # a provider serves many at once; the sandbox's default 8 would be its limit
 MIN_RATIO, MAX_SLOWEST = 0.8, 2.0  # targets: the load during a brownout against the baseline
@@ -156,14 +155,6 @@ def load(urls: dict[str, str]) -> Iterator[dict[str, dict[str, float]]]:
             figures[name] = {**result, "slowest_s": slowest}
 
 
-def settle(timeout: float = 120) -> None:
-    """Wait until the queues are empty (what the last phase left), then a little."""
-    started = time.monotonic()
-    while sum(runtime.broker().llen(q) for q in QUEUES) and time.monotonic() - started < timeout:
-        time.sleep(0.5)
-    time.sleep(2)
-
-
 def phase(urls: dict[str, str], row: str, count: int, args: argparse.Namespace) -> dict:
     """Calm traffic (`count` 0: every sandbox call slowed) or a brownout (every create slowed,
     `count` shoppers click at once under the load); its figures, and orders charged twice."""
@@ -171,7 +162,7 @@ def phase(urls: dict[str, str], row: str, count: int, args: argparse.Namespace) 
     slow = {"path": "/payments", "method": "POST", "latency_ms": round(args.create_seconds * 1000)}
     shoppers, at_once = (count, count) if count else (CALM_SHOPPERS, CALM_CONCURRENCY)
     clicks = ready_to_pay(urls, row, shoppers, at_once, args.outcome_timeout)
-    settle()
+    runtime.settle()
     runtime.sandbox_faults(urls["sandbox"], slow if count else calm)
     try:
         with load(urls) if count else nullcontext({}) as figures:
@@ -205,7 +196,7 @@ def phase(urls: dict[str, str], row: str, count: int, args: argparse.Namespace) 
         f"calm ({CALM_LATENCY_MS} ms a call), {row}")  # fmt: skip
     loaded = f"; {rates(figures)}" if count else f", click -> final p95 {result['final_p95']:.2f} s"
     print(f"  {result['label']}: {result['final']}/{len(paid)} final{loaded}")
-    settle()
+    runtime.settle()
     return result
 
 

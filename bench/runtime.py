@@ -27,9 +27,9 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 LOG_DIR = ROOT / "var" / "bench"
 WEB = ["gunicorn", "-c", "config/gunicorn.py", "config.wsgi"]
-WORKER = "celery -A config worker --loglevel=INFO --pool=threads --concurrency=8".split()
 SECRET = ("pk_sandbox_demo", "sk_sandbox_demo")  # the sandbox's demo keys
 PROCFILE_CELERY = ("writes", "reads", "worker", "beat")  # the Procfile's Celery processes
+QUEUES = ("provider_writes", "provider_reads", "shop")  # the shop's Celery queues
 SHOP_TABLES = ("webhooks_webhookevent", "payments_payment", "checkout_order")  # emptied by runs
 
 
@@ -42,7 +42,7 @@ def setup_django(*tables: str) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # services stopped too
     LOG_DIR.mkdir(parents=True, exist_ok=True)
-    url, name = os.environ["DATABASE_URL"], urlsplit(os.environ["DATABASE_URL"]).path.strip("/")
+    url, name = os.environ["DATABASE_URL"], database_name(os.environ["DATABASE_URL"])
     if "bench" not in name and "brownout" not in name:
         sys.exit("The benchmarks empty their database: its name must contain 'bench'.")
     sys.path.insert(0, str(ROOT))
@@ -131,39 +131,46 @@ def up(ready: str, log: Path) -> bool:
     return False
 
 
-@contextmanager
-def services(sandbox_threads: int = 8, **env: str) -> Iterator[tuple[str, str]]:
-    """A sandbox with the demo keys on a fresh database `<name>_sandbox`, serving
-    `sandbox_threads` requests at once, and the shop under gunicorn as `config/gunicorn.py`
-    ships it, with `env`; their base URLs."""
-    from django.conf import settings
+def database_name(url: str) -> str:
+    return urlsplit(url).path.strip("/")
 
-    url, ports = os.environ["DATABASE_URL"], []
-    for _ in range(2):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            ports.append(sock.getsockname()[1])
-    sandbox, shop = (f"http://127.0.0.1:{port}" for port in ports)
-    os.environ.update(PAYMENTS_API_BASE_URL=sandbox, SHOP_BASE_URL=shop, **env)
-    settings.PAYMENTS_API_BASE_URL = sandbox
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def sandbox(port: int, database_url: str, threads: int = 8) -> Iterator[str]:
+    """The sandbox with the demo keys on `database_url`, serving `threads` requests at once on
+    `port`; its base URL."""
+    base = f"http://127.0.0.1:{port}"
     provider = {
-        "SANDBOX_DATABASE_URL": database(url, f"{urlsplit(url).path[1:]}_sandbox", fresh=True),
+        "SANDBOX_DATABASE_URL": database_url,
         "SANDBOX_PUBLIC_KEY": SECRET[0], "SANDBOX_SECRET_KEY": SECRET[1],
         "SANDBOX_VAR_DIR": str(LOG_DIR / "sandbox"), "SANDBOX_LOG_LEVEL": "WARNING",
     }  # fmt: skip
-    runsandbox = ["sandbox.manage", "runsandbox", "--port", str(ports[0])]
-    runsandbox += ["--threads", str(sandbox_threads)]
-    with (
-        process("sandbox", [sys.executable, "-m", *runsandbox], provider, f"{sandbox}/healthz"),
-        process("gunicorn", [sys.executable, "-m", *WEB], {"GUNICORN_BIND": shop[7:]},
-                f"{shop}/healthz"),
-    ):  # fmt: skip
-        yield sandbox, shop
+    command = [sys.executable, "-m", "sandbox.manage", "runsandbox", "--port", str(port)]
+    with process("sandbox", [*command, "--threads", str(threads)], provider, f"{base}/healthz"):
+        yield base
 
 
-def worker() -> Any:
-    """The Celery worker as docs/deployment.md runs it; its log."""
-    return process("worker", [sys.executable, "-m", *WORKER], {}, " ready.")
+@contextmanager
+def services(sandbox_threads: int = 8, **env: str) -> Iterator[tuple[str, str]]:
+    """A sandbox (`sandbox`) on a fresh database `<name>_sandbox`, and the shop under gunicorn
+    as `config/gunicorn.py` ships it, with `env`; their base URLs."""
+    from django.conf import settings
+
+    url = os.environ["DATABASE_URL"]
+    provider = database(url, f"{database_name(url)}_sandbox", fresh=True)
+    with sandbox(free_port(), provider, sandbox_threads) as provider_base:
+        shop = f"http://127.0.0.1:{free_port()}"
+        os.environ.update(PAYMENTS_API_BASE_URL=provider_base, SHOP_BASE_URL=shop, **env)
+        settings.PAYMENTS_API_BASE_URL = provider_base
+        web = [sys.executable, "-m", *WEB]
+        with process("gunicorn", web, {"GUNICORN_BIND": shop[7:]}, f"{shop}/healthz"):
+            yield provider_base, shop
 
 
 def procfile_command(name: str, **values: str) -> list[str]:
@@ -194,14 +201,25 @@ def celery() -> Iterator[None]:
         yield
 
 
+def settle(timeout: float = 180) -> None:
+    """Wait until the workers are idle: every queue empty and no message delivered but not yet
+    acknowledged (kombu's `unacked` hash: tasks running or held for their countdown)."""
+    started, client = time.monotonic(), broker()
+    while time.monotonic() - started < timeout:
+        if not sum(client.llen(q) for q in QUEUES) and not client.hlen("unacked"):
+            break
+        time.sleep(0.5)
+    time.sleep(2)
+
+
 def described(*, celery: bool = False) -> str:
-    """The shop's server and its Celery processes (the Procfile's, or the one worker) as run."""
+    """The shop's server (and the Procfile's Celery processes) as run."""
     from config import gunicorn
 
     web = f"web: {' '.join(WEB)} ({gunicorn.workers} workers x {gunicorn.threads} threads,"
     web += f" max_requests {gunicorn.max_requests})"
     if not celery:
-        return f"{web}; worker: {' '.join(WORKER)}"
+        return web
     values = {"SHOP_VAR_DIR": str(LOG_DIR.relative_to(ROOT))}
     return "; ".join([web, *(" ".join(procfile_command(n, **values)[2:]) for n in PROCFILE_CELERY)])
 

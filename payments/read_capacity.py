@@ -28,7 +28,7 @@ HOURLY = (
     1.9, 1.8, 1.6, 1.4, 1.3, 1.4, 1.6, 1.9, 2.0, 1.7, 1.1, 0.6,
 )  # fmt: skip
 DAY = 1440
-WORKER_THREADS = 4  # the provider-reads workers' threads (Procfile, docs/deployment.md)
+WORKER_THREADS = 4  # the Procfile's provider-reads threads (docs/deployment.md runs 8: more room)
 READ_LATENCY = 0.3  # seconds: a card provider's read across the internet, on the slow side
 TARGET_LATENESS = 60  # minutes: the schedule's reads are at most this late
 
