@@ -129,6 +129,13 @@ class BoundedChangeList(ChangeList):
     column's direction: `ORDER BY total ASC, id DESC` is served by no index. Here the primary
     key follows the column's direction."""
 
+    def get_ordering_field(self, field_name: Any) -> Any:
+        """Only the columns of `sortable_by` (each served by an index) sort, also when the
+        page's address asks for another (`?o=` written by hand)."""
+        if self.sortable_by is not None and field_name not in self.sortable_by:
+            return None
+        return super().get_ordering_field(field_name)
+
     def get_ordering(self, request: HttpRequest, queryset: QuerySet[Any]) -> list[Any]:
         ordering = list(super().get_ordering(request, queryset))
         if len(ordering) > 1 and ordering[-1] == "-pk" and _ascending(ordering[-2]):

@@ -385,3 +385,19 @@ def test_only_indexed_columns_are_sortable(admin_client: Client) -> None:
     header = re.search(r'<th scope="col" class="([^"]*)column-charged', html)
     assert header is not None and "sortable" not in header.group(1)
     assert 'class="sortable column-amount' in html
+
+
+@pytest.mark.parametrize(
+    ("listing", "column"), [("orders", "status"), ("payments", "status_badge")]
+)
+def test_a_column_that_is_not_sortable_does_not_sort_when_asked_by_address(
+    admin_client: Client, listing: str, column: str
+) -> None:
+    """`?o=` written by hand for a column outside `sortable_by` (no index serves it) is ignored,
+    as Django ignores a column without a sort: the rows come newest first by primary key."""
+    (add_orders if listing == "orders" else add_payments)(2)
+    display = list(admin_client.get(LISTS[listing].url).context["cl"].list_display)
+
+    response = admin_client.get(LISTS[listing].url, {"o": str(display.index(column))})
+
+    assert list(response.context["cl"].queryset.query.order_by) == ["-pk"]
