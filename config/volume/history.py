@@ -36,6 +36,8 @@ HISTORY_ENDS = timedelta(hours=1)
 # Subscriptions were last read this long before the fill's moment: a benchmark run later finds
 # the moment (and travels back to it) from them (`fill_moment`).
 SUBSCRIPTIONS_READ = timedelta(hours=2)
+# A small shop still has more than a page of subscriptions (the admin's 100 a page).
+SUBSCRIPTIONS_AT_LEAST = 120
 # Relative weights of an hour of the day (local time), a day of the week (Monday first) and
 # a month: more at midday and in the evening, more at the weekend, more before Christmas.
 HOURS = [.15, .08, .05, .04, .04, .06, .15, .35, .6, .8, .95, 1.1, 1.3, 1.35, 1.2, 1.0, .95, 1.0,
@@ -278,7 +280,7 @@ def fill_moment() -> datetime | None:
 def fill_rest(*, orders: int, now: datetime, actor: Context) -> None:
     """What is not an order's: subscriptions, and the browser sessions long expired."""
     params = {
-        "n": max(5, round(orders * 0.003)),
+        "n": max(SUBSCRIPTIONS_AT_LEAST, round(orders * 0.003)),
         "sessions": round(orders * 0.03),
         "now": now,
         "base": int(_value("SELECT coalesce(max(id), 0) FROM payments_subscription")),  # type: ignore[arg-type]
@@ -308,7 +310,7 @@ def fill_rest(*, orders: int, now: datetime, actor: Context) -> None:
     )
     _run(
         f"""INSERT INTO django_session (session_key, session_data, expire_date)
-        SELECT substr(pg_temp.vhex(9, %(base)s * 100000000 + g), 1, 32)
+        SELECT substr(pg_temp.vhex(9, %(base)s::bigint * 100000000 + g), 1, 32)
             || substr(pg_temp.vhex(10, g), 1, 8), 'e30:1volume:' || pg_temp.vhex(11, g),
           %(now)s::timestamptz - make_interval(secs => 86400 + 25920000 * {R}(g, 86))
         FROM generate_series(1, %(sessions)s) g

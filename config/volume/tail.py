@@ -10,7 +10,9 @@ shop's traffic is the same; only its history differs). Few rows: written with th
   that died;
 - mails due for over 10 minutes and not sent (to send again);
 - authorizations 27 days old (2: to warn about) and one past its 30 days (to refresh);
-- staff actions whose task was lost (2: to queue again).
+- staff actions whose task was lost (2: to queue again);
+- notifications given up on over the last weeks and not resolved yet (120: more than a page
+  of the admin's failed notifications).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ GROUPS = [
     ("out_of_step", 4), ("to_warn", 2), ("expired_hold", 1),
 ]  # fmt: skip
 ORDERS = sum(count for _, count in GROUPS)
+FAILED_NOTIFICATIONS = 120
 CODES = {
     PaymentStatus.PENDING: ("PE-3DS01", "Waiting 3DS"),
     PaymentStatus.APPROVED: ("AP-PAI01", "paid"),
@@ -125,6 +128,23 @@ def fill_tail(*, seed: int, now: datetime, actor: Any) -> None:
             OrderMail.objects.filter(pk=mail.pk).update(created_at=placed + timedelta(seconds=1))
             _payment(group, order, placed, now, rng, request, admin_id)
             Order.objects.filter(pk=order.pk).update(updated_at=placed + timedelta(seconds=2))
+    _failed_notifications(rng, now)
+
+
+def _failed_notifications(rng: random.Random, now: datetime) -> None:
+    """Notifications of payments the provider no longer finds, given up on (kept until staff
+    resolve them)."""
+    events = []
+    for _ in range(FAILED_NOTIFICATIONS):
+        provider_id, arrived = _uuid(rng), now - timedelta(minutes=rng.randint(60, 60 * 24 * 60))
+        event = WebhookEvent(
+            provider_payment_id=provider_id, event_type=EventType.UPDATE, received_at=arrived,
+            remote_addr="203.0.113.9", state=WebhookState.FAILED, attempts=5,
+            task_id=_uuid(rng), claimed_at=arrived, processed_at=arrived + timedelta(minutes=30),
+            last_error=f"The provider no longer finds payment {provider_id}.",
+        )  # fmt: skip
+        events.append(event)
+    WebhookEvent.objects.bulk_create(events)
 
 
 def _payment(

@@ -52,6 +52,15 @@ def test_a_small_fill_has_the_shape_of_a_busy_shop() -> None:
     assert statuses >= {"paid", "authorized", "expired", "awaiting_payment", "refunded"}
 
 
+def test_a_small_fill_has_more_than_a_page_of_subscriptions_and_of_failed_notifications() -> None:
+    """The admin's lists of subscriptions and of failed notifications (100 a page) are measured
+    full at every size: a small year has more than a page of each."""
+    fill(300)
+
+    assert Subscription.objects.count() > 100
+    assert WebhookEvent.objects.filter(state="failed").count() > 100
+
+
 def test_every_order_says_what_its_payments_say_and_has_its_mails() -> None:
     """Given a fill, every order's status is the one the shop's rules give its payments (an
     order the shop closed holds no charge), but for the tail's orders paid a moment ago and
