@@ -21,10 +21,12 @@ from datetime import datetime
 
 from django.conf import ENVIRONMENT_VARIABLE, settings
 from django.db import connection, transaction
+from django.db.models import Model
 from django.utils import timezone
 
 from checkout.models import Order
 from config.volume import history, tail
+from config.volume.bulk import bulk_load
 from payments.models import Payment
 from payments.read_schedule import schedule_from_last_change
 
@@ -93,14 +95,16 @@ def fill(
         top = Order.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
         if top + orders + tail.ORDERS >= MAX_ORDER_ID:
             raise FillRefused("The shop's references have room for no more orders.")
-        actor = history.prepare(seed=seed, orders=orders, now=now)
-        for label, done in history.fill_months(orders=orders, now=now, actor=actor):
-            progress(f"  {label}: {done:,} orders ({time.monotonic() - started:.0f} s)")
-        history.fill_rest(orders=orders, now=now, actor=actor)
-        # The year's payments' reads as the shop schedules them, from their last change (the
-        # tail's own are due: the same few at every size).
-        with connection.cursor() as cursor:
-            schedule_from_last_change(cursor, Payment._meta.db_table, now=now)
+        with bulk_load([model._meta.db_table for model in filled_models()]):
+            actor = history.prepare(seed=seed, orders=orders, now=now)
+            for label, done in history.fill_months(orders=orders, now=now, actor=actor):
+                progress(f"  {label}: {done:,} orders ({time.monotonic() - started:.0f} s)")
+            history.fill_rest(orders=orders, now=now, actor=actor)
+            # The year's payments' reads as the shop schedules them, from their last change
+            # (the tail's own are due: the same few at every size).
+            with connection.cursor() as cursor:
+                schedule_from_last_change(cursor, Payment._meta.db_table, now=now)
+            progress(f"  indexes ({time.monotonic() - started:.0f} s)")
         tail.fill_tail(seed=seed, now=now, actor=actor)
         history.reset_sequences()
     progress(f"  analyze ({time.monotonic() - started:.0f} s)")
@@ -109,15 +113,19 @@ def fill(
     return FillReport(orders=orders, seconds=time.monotonic() - started, counts=counts())
 
 
-def counts() -> dict[str, int]:
-    """How many rows each table of the fill holds (the planner's estimate for big tables)."""
+def filled_models() -> list[type[Model]]:
+    """The models whose tables the fill writes."""
     from checkout.models import OrderEvent, OrderItem, OrderMail
-    from payments.models import Payment, PaymentEvent, Refund, StaffAction, Subscription
+    from payments.models import PaymentEvent, Refund, StaffAction, Subscription
     from webhooks.models import WebhookEvent
 
-    models = [Order, OrderItem, OrderEvent, OrderMail, Payment, PaymentEvent, Refund]
-    models += [StaffAction, Subscription, WebhookEvent]
-    return {model._meta.label: model.objects.count() for model in models}
+    models: list[type[Model]] = [Order, OrderItem, OrderEvent, OrderMail, Payment, PaymentEvent]
+    return [*models, Refund, StaffAction, Subscription, WebhookEvent]
+
+
+def counts() -> dict[str, int]:
+    """How many rows each table of the fill holds."""
+    return {model._meta.label: model.objects.count() for model in filled_models()}
 
 
 __all__ = ["MAX_ORDER_ID", "FillRefused", "FillReport", "counts", "fill", "fill_allowed"]

@@ -151,3 +151,36 @@ def test_every_admin_page_opens_on_the_filled_data() -> None:
     assert len(pages) > 60 and {"order page", "payment page"} <= {label for label, _ in pages}
     failed = [(label, client.get(path).status_code) for label, path in pages]
     assert [(label, status) for label, status in failed if status != 200] == []
+
+
+def test_a_fill_leaves_every_index_and_check_as_the_migrations_made_them() -> None:
+    """The fill drops the secondary indexes of the tables it writes and builds them again: the
+    same indexes, valid, after it; and its rows pass the foreign keys' checks it skipped."""
+    from django.db import connection
+
+    def indexes() -> set[tuple[str, str, bool]]:
+        """Each valid index: its name, its columns, whether it is partial."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT i.relname, x.indkey::text, x.indpred IS NOT NULL FROM pg_index x "
+                "JOIN pg_class i ON i.oid = x.indexrelid WHERE x.indisvalid "
+                "AND pg_table_is_visible(i.oid)"
+            )
+            return set(cursor.fetchall())
+
+    before = indexes()
+    fill(200)
+
+    assert indexes() == before
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(
+            "SELECT count(*) FROM payments_paymentevent e "
+            "LEFT JOIN payments_payment p ON p.id = e.payment_id WHERE p.id IS NULL"
+        )
+        assert cursor.fetchone()[0] == 0
+        cursor.execute(
+            "SELECT count(*) FROM checkout_orderitem i "
+            "LEFT JOIN checkout_order o ON o.id = i.order_id WHERE o.id IS NULL"
+        )
+        assert cursor.fetchone()[0] == 0
