@@ -220,6 +220,8 @@ def _chunk(
         "h0": start,
         "h1": end,
         "hist_end": now - HISTORY_ENDS,
+        # As retention leaves them (checkout.retention): older mails keep no text.
+        "mails_blank_before": now - timedelta(days=settings.SHOP_MAIL_KEEP_DAYS),
         "pool": max(30, int(total * 0.4)),
         "actor": ctx.actor or None,
         "order_type": ctx.order_type,

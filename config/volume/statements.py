@@ -426,9 +426,9 @@ WRITE_REST = [
       sent_at, subject, body)
     SELECT m.order_id, m.kind, m.key, m.amount, m.released, m.at + interval '1 second',
       m.at + make_interval(secs => 2 + 18 * {R}(m.order_id, 67)),
-      -- The text of what was sent, kept SHOP_MAIL_KEEP_DAYS (90) as retention leaves it.
-      CASE WHEN m.at > now() - interval '90 days' THEN %(shop)s || ': ' || m.kind ELSE '' END,
-      CASE WHEN m.at > now() - interval '90 days' THEN repeat('Hola, gracias por tu compra en '
+      -- The text of what was sent, kept SHOP_MAIL_KEEP_DAYS as retention leaves it.
+      CASE WHEN m.at > %(mails_blank_before)s THEN %(shop)s || ': ' || m.kind ELSE '' END,
+      CASE WHEN m.at > %(mails_blank_before)s THEN repeat('Hola, gracias por tu compra en '
         || %(shop)s || '. Tu pedido ' || m.order_id || ' va en camino. ', 6) ELSE '' END
     FROM (
       SELECT id AS order_id, 'received' AS kind, 'received' AS key, total AS amount,
