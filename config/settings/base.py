@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django_guid.integrations import CeleryIntegration
 
 from config.env import (
     basic_access_token,
@@ -40,14 +41,17 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "csp",
     "django_ratelimit",
+    "django_guid",
     "payments",
     "checkout",
     "webhooks",
 ]
 
 MIDDLEWARE = [
-    # First: every response carries the request id, and every log line of the request.
-    "config.request_id.RequestIdMiddleware",
+    # First: every response carries the request id, and every log line of the request (django-guid,
+    # after the shop's check of the caller's id: "Request ids" below).
+    "config.request_id.IncomingRequestIdCheck",
+    "django_guid.middleware.guid_middleware",
     "django.middleware.security.SecurityMiddleware",
     "config.security.ShopCSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -475,6 +479,20 @@ WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = env_int("WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINU
 # in batches); failed ones stay until staff or the relay resolve them, then age like the others.
 WEBHOOKS_KEEP_DAYS = env_int("WEBHOOKS_KEEP_DAYS", 90)
 
+# --- Request ids ------------------------------------------------------------------------------
+# django-guid (config/request_id.py): the caller's X-Request-ID when config.request_id accepts it
+# (8 to 64 letters, digits, '.', '_', '-'; django-guid's own check would keep UUIDs only), else a
+# new one; answered in X-Request-ID; carried to the Celery tasks queued under it (and their
+# retries), whose log lines and provider calls carry it; a task from beat gets a new one.
+DJANGO_GUID = {
+    "GUID_HEADER_NAME": "X-Request-ID",
+    "VALIDATE_GUID": False,  # config.request_id.IncomingRequestIdCheck has checked it
+    "RETURN_HEADER": True,
+    "EXPOSE_HEADER": False,  # no cross-origin reader
+    # Workers log through LOGGING (its redaction and format), as the web processes do.
+    "INTEGRATIONS": [CeleryIntegration(use_django_logging=True)],
+}
+
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "pedidos@tienda.example")
 SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
@@ -516,6 +534,8 @@ LOGGING = {
         "django": {"handlers": ["mail_admins"], "level": "INFO", "propagate": True},
         # The development server's request lines carry paths, and the webhook path a secret.
         "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # django-guid says at INFO how it got each id: noise.
+        "django_guid": {"level": "WARNING"},
         # "Not Found: <path>" for a wrong webhook token: redacted before any handler sees it.
         "django.request": {"filters": ["webhook_request", "redact"]},
     },
