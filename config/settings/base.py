@@ -541,3 +541,28 @@ LOGGING = {
     },
 }
 DEFAULT_EXCEPTION_REPORTER_FILTER = "config.logging.AlwaysSafeExceptionReporterFilter"
+
+# --- Error reports ------------------------------------------------------------------------------
+# Sentry (config/error_reports.py) when SENTRY_DSN is set, from every process that loads these
+# settings: the web processes and the Celery workers (the sandbox has its own). Scrubbed as the
+# logs are. SENTRY_ENVIRONMENT and SENTRY_RELEASE name where and which version an error came
+# from (empty: Sentry's defaults, "production" and none); SENTRY_TRACES_SAMPLE_RATE, from 0 (the
+# default: errors only) to 1, is the share of requests and tasks also sent as performance traces.
+SENTRY_DSN = env_str("SENTRY_DSN")
+SENTRY_ENVIRONMENT = env_str("SENTRY_ENVIRONMENT")
+SENTRY_RELEASE = env_str("SENTRY_RELEASE")
+try:
+    SENTRY_TRACES_SAMPLE_RATE = float(env_str("SENTRY_TRACES_SAMPLE_RATE", "0"))
+except ValueError:
+    SENTRY_TRACES_SAMPLE_RATE = -1.0
+if not 0 <= SENTRY_TRACES_SAMPLE_RATE <= 1:
+    raise ImproperlyConfigured("SENTRY_TRACES_SAMPLE_RATE must be a number from 0 to 1")
+if SENTRY_DSN:
+    from config.error_reports import error_reports_start
+
+    error_reports_start(
+        dsn=SENTRY_DSN,
+        environment=SENTRY_ENVIRONMENT,
+        release=SENTRY_RELEASE,
+        traces_sample_rate=SENTRY_TRACES_SAMPLE_RATE,
+    )
