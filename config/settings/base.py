@@ -544,10 +544,11 @@ DEFAULT_EXCEPTION_REPORTER_FILTER = "config.logging.AlwaysSafeExceptionReporterF
 
 # --- Error reports ------------------------------------------------------------------------------
 # Sentry (config/error_reports.py) when SENTRY_DSN is set, from every process that loads these
-# settings: the web processes and the Celery workers (the sandbox has its own). Scrubbed as the
-# logs are. SENTRY_ENVIRONMENT and SENTRY_RELEASE name where and which version an error came
-# from (empty: Sentry's defaults, "production" and none); SENTRY_TRACES_SAMPLE_RATE, from 0 (the
-# default: errors only) to 1, is the share of requests and tasks also sent as performance traces.
+# settings: the web processes, the Celery workers and manage.py (the sandbox has its own).
+# Scrubbed as the logs are. SENTRY_ENVIRONMENT and SENTRY_RELEASE name where and which version an
+# error came from (empty: Sentry's defaults, "production" and the checkout's git commit if any);
+# SENTRY_TRACES_SAMPLE_RATE, from 0 (the default: errors only) to 1, is the share of requests and
+# tasks also sent as performance traces.
 SENTRY_DSN = env_str("SENTRY_DSN")
 SENTRY_ENVIRONMENT = env_str("SENTRY_ENVIRONMENT")
 SENTRY_RELEASE = env_str("SENTRY_RELEASE")
