@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
-from typing import Any
 
 from celery import Celery, Task
-from celery.signals import before_task_publish, task_postrun, task_prerun, worker_ready
+from celery.signals import task_postrun, task_prerun, worker_ready
 from django.db import close_old_connections
-
-from config.request_id import (
-    TASK_HEADER,
-    current_request_id,
-    request_id_reset,
-    request_id_set,
-    valid_request_id,
-)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
@@ -43,44 +33,6 @@ def _refresh_payment_methods(**_: object) -> None:
     from payments.catalogue import payment_methods_refresh_request
 
     payment_methods_refresh_request()
-
-
-# --- Request ids across the queue ---------------------------------------------------------------
-# A task queued while a request (or another task) runs carries that request's id in its message
-# headers; the worker runs the task under it, so the task's log lines and provider calls name the
-# request that caused them. A task without one (from beat) runs under a new id.
-
-_tokens = threading.local()  # per worker thread: a stack, as an eager task may run inside another
-
-
-@before_task_publish.connect(weak=False)
-def _publish_request_id(headers: dict[str, Any] | None = None, **_: object) -> None:
-    request_id = current_request_id()
-    if request_id and headers is not None:
-        headers.setdefault(TASK_HEADER, request_id)
-
-
-def _request_id_of(task: Task) -> str | None:
-    request = getattr(task, "request", None)
-    value = getattr(request, TASK_HEADER, None) or (getattr(request, "headers", None) or {}).get(
-        TASK_HEADER
-    )
-    return value if valid_request_id(value) else None
-
-
-@task_prerun.connect(weak=False)
-def _bind_request_id(task: Task | None = None, **_: object) -> None:
-    token = request_id_set(_request_id_of(task) if task is not None else None)
-    if not hasattr(_tokens, "stack"):
-        _tokens.stack = []
-    _tokens.stack.append(token)
-
-
-@task_postrun.connect(weak=False)
-def _unbind_request_id(**_: object) -> None:
-    stack = getattr(_tokens, "stack", None)
-    if stack:
-        request_id_reset(stack.pop())
 
 
 # --- Database connections ------------------------------------------------------------------------

@@ -96,13 +96,16 @@ class RedactingLogger(Logger):
     def access(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> None:
         if not self.cfg.accesslog:
             return  # gunicorn would log access lines whenever a logging dict is configured
-        from config.request_id import request_id_bound, valid_request_id
+        from django_guid.context import guid
 
         header = next(
             (value for name, value in resp.headers if name.lower() == "x-request-id"), None
         )
-        with request_id_bound(header if valid_request_id(header) else None):
+        token = guid.set(header)
+        try:
             super().access(resp, req, environ, request_time)
+        finally:
+            guid.reset(token)
 
 
 logger_class = RedactingLogger

@@ -10,9 +10,10 @@ from typing import Any
 
 from django.utils.log import AdminEmailHandler
 from django.views.debug import SafeExceptionReporterFilter
+from django_guid import get_guid
 from pythonjsonlogger.json import JsonFormatter as _JsonFormatter
 
-from config.request_id import NO_REQUEST_ID, current_request_id
+from config.request_id import NO_REQUEST_ID
 
 REDACTED = "[redacted]"
 SECRET_SETTINGS = (
@@ -132,9 +133,7 @@ class JsonFormatter(_JsonFormatter):
         log_data["level"] = record.levelname
         log_data["logger"] = record.name
         log_data["message"] = record.getMessage() if message_dict else record.message
-        log_data["request_id"] = (
-            getattr(record, "request_id", None) or current_request_id() or NO_REQUEST_ID
-        )
+        log_data["request_id"] = getattr(record, "request_id", None) or get_guid() or NO_REQUEST_ID
         exception = record.exc_text or message_dict.get("exc_info")
         if exception:
             log_data["exception"] = redact(str(exception))

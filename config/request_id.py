@@ -1,37 +1,33 @@
 """Request ids: one per web request, on every log line it causes, wherever that line is written.
 
-The id comes from the caller's `X-Request-ID` when it looks like one (a proxy or load balancer
-in front usually sets it), or is made here; the response carries it back in `X-Request-ID`.
-While the request runs, the id lives in a context variable: the logging filter puts it on every
-record, the provider client sends it along, and Celery tasks queued by the request carry it in
-their message headers (see `config.celery`), so a task's log lines say which request caused it.
+django-guid does the work (settings: DJANGO_GUID). Its middleware takes the caller's
+`X-Request-ID` (a proxy or load balancer in front usually sets it) or makes a new id, keeps it in
+a context variable while the request runs and answers with it in `X-Request-ID`; its Celery
+integration carries the id in the message of every task queued meanwhile and runs the task under
+it, so a task's log lines and provider calls name the request that caused them (a task from beat
+runs under a new id). The provider client sends it along (`django_guid.get_guid()`).
+
+What the shop adds: which incoming ids it keeps (django-guid keeps UUIDs only, proxies send other
+shapes), and "-" on the log lines written outside of any request or task.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from django_guid.log_filters import CorrelationId
 
 if TYPE_CHECKING:
     from django.http import HttpRequest, HttpResponse
 
 HEADER = "X-Request-ID"
-# The Celery message header that carries the id from the publisher to the worker.
-TASK_HEADER = "shop_request_id"
 NO_REQUEST_ID = "-"
 # Short and plain: no spaces, quotes or control characters can reach a log line through it.
 _VALID = re.compile(r"[A-Za-z0-9._-]{8,64}")
-
-_current: ContextVar[str | None] = ContextVar("request_id", default=None)
-
-
-def new_request_id() -> str:
-    return uuid.uuid4().hex
+_META_KEY = "HTTP_" + HEADER.upper().replace("-", "_")
 
 
 def valid_request_id(value: object) -> bool:
@@ -39,59 +35,28 @@ def valid_request_id(value: object) -> bool:
     return isinstance(value, str) and _VALID.fullmatch(value) is not None
 
 
-def current_request_id() -> str | None:
-    """The id of the request (or task) this code runs for; None outside of one."""
-    return _current.get()
-
-
-def request_id_set(request_id: str | None) -> Token[str | None]:
-    """Make `request_id` (a new one when None) the current id; give the token to
-    `request_id_reset` to restore the previous one."""
-    return _current.set(request_id or new_request_id())
-
-
-def request_id_reset(token: Token[str | None]) -> None:
-    _current.reset(token)
-
-
-@contextmanager
-def request_id_bound(request_id: str | None) -> Iterator[str]:
-    """Run a block under a request id (a new one when none is given), then restore the
-    previous one."""
-    token = request_id_set(request_id)
-    try:
-        yield str(_current.get())
-    finally:
-        request_id_reset(token)
-
-
-class RequestIdMiddleware:
-    """Take the caller's request id when it is valid, else make one; keep it for the request;
-    answer with it. Goes first in MIDDLEWARE, so that every response and log line has it."""
+class IncomingRequestIdCheck:
+    """Drop the caller's `X-Request-ID` unless it is 8 to 64 letters, digits, '.', '_' or '-':
+    django-guid's middleware, next in MIDDLEWARE, then makes a new one."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        incoming = request.headers.get(HEADER, "")
-        with request_id_bound(incoming if valid_request_id(incoming) else None) as request_id:
-            request.request_id = request_id  # type: ignore[attr-defined]
-            response = self.get_response(request)
-        response[HEADER] = request_id
-        return response
+        if not valid_request_id(request.META.get(_META_KEY)):
+            request.META.pop(_META_KEY, None)
+            request.__dict__.pop("headers", None)  # read again from META if already read
+        return self.get_response(request)
 
 
-class RequestIdFilter(logging.Filter):
-    """Give every record a `request_id` attribute: the current request's or task's id, or "-"
-    outside of one (a record that already has one keeps it). Django logs a 4xx or 5xx answer
-    ("Not Found: ...") after the middleware has returned, with the request in the record: the
-    id is taken from that request."""
+class RequestIdFilter(CorrelationId):
+    """django-guid's log filter, writing the id to the record's `request_id`: the current
+    request's or task's id, or "-" outside of one."""
+
+    def __init__(self) -> None:
+        super().__init__(correlation_id_field="request_id")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not getattr(record, "request_id", None):
-            record.request_id = (
-                _current.get()
-                or getattr(getattr(record, "request", None), "request_id", None)
-                or NO_REQUEST_ID
-            )
+        super().filter(record)
+        record.request_id = record.request_id or NO_REQUEST_ID  # type: ignore[attr-defined]
         return True

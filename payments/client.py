@@ -22,12 +22,12 @@ import requests
 import simplejson
 from django.conf import settings
 from django.views.decorators.debug import sensitive_variables
+from django_guid import get_guid
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, MaxRetryError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import RequestHistory, Retry
 
-from config.request_id import current_request_id
 from payments.errors import (
     INVALID_JSON,
     NO_ANSWER,
@@ -273,7 +273,8 @@ class PaymentsClient:
             "Content-Type": "application/json",
             "Accept": "application/json",
             "Authorization": f"Bearer {self._public_key}" if public else self._authorization,
-            "X-Request-ID": current_request_id(),  # None (outside a request or task): not sent
+            # The current request's or task's id (django-guid); None outside of one: not sent.
+            "X-Request-ID": get_guid(),
         }
         if method in WRITES:
             headers["Idempotency-Key"] = idempotency_key or new_idempotency_key()

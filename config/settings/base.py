@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django_guid.integrations import CeleryIntegration
 
 from config.env import (
     basic_access_token,
@@ -40,14 +41,17 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "csp",
     "django_ratelimit",
+    "django_guid",
     "payments",
     "checkout",
     "webhooks",
 ]
 
 MIDDLEWARE = [
-    # First: every response carries the request id, and every log line of the request.
-    "config.request_id.RequestIdMiddleware",
+    # First: every response carries the request id, and every log line of the request (django-guid,
+    # after the shop's check of the caller's id: "Request ids" below).
+    "config.request_id.IncomingRequestIdCheck",
+    "django_guid.middleware.guid_middleware",
     "django.middleware.security.SecurityMiddleware",
     "config.security.ShopCSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -475,6 +479,20 @@ WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = env_int("WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINU
 # in batches); failed ones stay until staff or the relay resolve them, then age like the others.
 WEBHOOKS_KEEP_DAYS = env_int("WEBHOOKS_KEEP_DAYS", 90)
 
+# --- Request ids ------------------------------------------------------------------------------
+# django-guid (config/request_id.py): the caller's X-Request-ID when config.request_id accepts it
+# (8 to 64 letters, digits, '.', '_', '-'; django-guid's own check would keep UUIDs only), else a
+# new one; answered in X-Request-ID; carried to the Celery tasks queued under it (and their
+# retries), whose log lines and provider calls carry it; a task from beat gets a new one.
+DJANGO_GUID = {
+    "GUID_HEADER_NAME": "X-Request-ID",
+    "VALIDATE_GUID": False,  # config.request_id.IncomingRequestIdCheck has checked it
+    "RETURN_HEADER": True,
+    "EXPOSE_HEADER": False,  # no cross-origin reader
+    # Workers log through LOGGING (its redaction and format), as the web processes do.
+    "INTEGRATIONS": [CeleryIntegration(use_django_logging=True)],
+}
+
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "pedidos@tienda.example")
 SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
@@ -516,8 +534,36 @@ LOGGING = {
         "django": {"handlers": ["mail_admins"], "level": "INFO", "propagate": True},
         # The development server's request lines carry paths, and the webhook path a secret.
         "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # django-guid says at INFO how it got each id: noise.
+        "django_guid": {"level": "WARNING"},
         # "Not Found: <path>" for a wrong webhook token: redacted before any handler sees it.
         "django.request": {"filters": ["webhook_request", "redact"]},
     },
 }
 DEFAULT_EXCEPTION_REPORTER_FILTER = "config.logging.AlwaysSafeExceptionReporterFilter"
+
+# --- Error reports ------------------------------------------------------------------------------
+# Sentry (config/error_reports.py) when SENTRY_DSN is set, from every process that loads these
+# settings: the web processes, the Celery workers and manage.py (the sandbox has its own).
+# Scrubbed as the logs are. SENTRY_ENVIRONMENT and SENTRY_RELEASE name where and which version an
+# error came from (empty: Sentry's defaults, "production" and the checkout's git commit if any);
+# SENTRY_TRACES_SAMPLE_RATE, from 0 (the default: errors only) to 1, is the share of requests and
+# tasks also sent as performance traces.
+SENTRY_DSN = env_str("SENTRY_DSN")
+SENTRY_ENVIRONMENT = env_str("SENTRY_ENVIRONMENT")
+SENTRY_RELEASE = env_str("SENTRY_RELEASE")
+try:
+    SENTRY_TRACES_SAMPLE_RATE = float(env_str("SENTRY_TRACES_SAMPLE_RATE", "0"))
+except ValueError:
+    SENTRY_TRACES_SAMPLE_RATE = -1.0
+if not 0 <= SENTRY_TRACES_SAMPLE_RATE <= 1:
+    raise ImproperlyConfigured("SENTRY_TRACES_SAMPLE_RATE must be a number from 0 to 1")
+if SENTRY_DSN:
+    from config.error_reports import error_reports_start
+
+    error_reports_start(
+        dsn=SENTRY_DSN,
+        environment=SENTRY_ENVIRONMENT,
+        release=SENTRY_RELEASE,
+        traces_sample_rate=SENTRY_TRACES_SAMPLE_RATE,
+    )

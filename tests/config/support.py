@@ -7,8 +7,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from django_guid.context import guid
 
 from tests.support import ROOT
 
@@ -116,3 +120,13 @@ def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
     return subprocess.run(
         [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
+
+
+@contextmanager
+def request_id_bound(request_id: str) -> Iterator[None]:
+    """Run a block under a request id, as django-guid runs a request or a task."""
+    token = guid.set(request_id)
+    try:
+        yield
+    finally:
+        guid.reset(token)

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from config.logging import RedactSecrets, luhn_valid
-from config.request_id import request_id_bound
-from tests.config.support import TOKEN, production_env, run
+from tests.config.support import TOKEN, production_env, request_id_bound, run
 
 
 def _through_filter(msg: str, *args: object) -> str:

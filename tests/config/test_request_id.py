@@ -1,6 +1,6 @@
-"""Request ids (config/request_id.py): one per web request, kept from a valid X-Request-ID or
-made here, on every log line the request causes, and carried from the web request to the Celery
-task, its retries and the provider."""
+"""Request ids (django-guid, config/request_id.py): one per web request, kept from a valid
+X-Request-ID or made here, on every log line the request causes, and carried from the web request
+to the Celery task, its retries and the provider."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django_guid import get_guid
 
-from config.request_id import current_request_id, request_id_bound
 from payments.client import get_client
 from payments.errors import ProviderUnavailable
-from tests.config.support import TOKEN
+from tests.config.support import TOKEN, request_id_bound
 from tests.support import wait_until
 from webhooks.models import WebhookEvent, WebhookState
 
@@ -75,7 +75,7 @@ def test_each_request_gets_its_own_id_and_leaves_none_behind(client: Client) -> 
 
     assert GENERATED_ID.fullmatch(first) and GENERATED_ID.fullmatch(second)
     assert first != second
-    assert current_request_id() is None
+    assert get_guid() is None
 
 
 @pytest.mark.django_db
@@ -223,4 +223,4 @@ def test_a_task_without_a_request_runs_under_an_id_of_its_own(
     assert len(inside) == 2
     assert all(GENERATED_ID.fullmatch(request_id) for request_id in inside)
     assert inside[0] != inside[1]
-    assert current_request_id() is None
+    assert get_guid() is None
