@@ -527,6 +527,9 @@ DEFAULT_EXCEPTION_REPORTER_FILTER = "config.logging.AlwaysSafeExceptionReporterF
 # PROMETHEUS_MULTIPROC_DIR (read by prometheus-client itself) makes the counters those of every
 # process writing into that directory (gunicorn's and Celery's workers on the machine).
 METRICS_TOKEN = env_str("METRICS_TOKEN")
+# prometheus-client writes its files there as soon as the apps define their metrics.
+if _metrics_dir := env_str("PROMETHEUS_MULTIPROC_DIR"):
+    Path(_metrics_dir).mkdir(parents=True, exist_ok=True)
 # The gauges read from the database are computed at most this often (seconds), however many
 # scrapers ask.
 METRICS_DB_GAUGES_CACHE_SECONDS = env_int("METRICS_DB_GAUGES_CACHE_SECONDS", 15)
