@@ -45,9 +45,13 @@ sandbox: install
 	mkdir -p var
 	$(BIN)/python -m sandbox.manage runsandbox --port $(SANDBOX_PORT)
 
-## The whole suite on PostgreSQL and Redis: DATABASE_URL and REDIS_URL when set (CI), else a
+## The alert rules' unit tests (docs/monitoring; promtool: Debian's `prometheus` package), then
+## the whole suite on PostgreSQL and Redis: DATABASE_URL and REDIS_URL when set (CI), else a
 ## PostgreSQL and a Redis of the run's own, started and removed by tools/test_services.py.
 test: install $(NODE_STAMP)
+	@command -v promtool >/dev/null || { echo "promtool is missing: apt-get install prometheus"; exit 1; }
+	promtool check rules docs/monitoring/alerts.yml
+	promtool test rules docs/monitoring/alerts_test.yml
 	$(BIN)/python -m tools.test_services -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install
