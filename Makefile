@@ -35,10 +35,13 @@ seed: migrate
 	$(BIN)/python -m sandbox.manage seed_sandbox
 
 ## The whole demo in the foreground: sandbox, shop, Celery worker and beat. Ctrl-C stops all.
+## Its processes count into one metrics directory (/metrics with METRICS_TOKEN=... make demo).
 demo: seed
 	@echo "Shop:    http://127.0.0.1:$(SHOP_PORT)  (admin: admin / tienda-demo-2026)"
 	@echo "Sandbox: http://127.0.0.1:$(SANDBOX_PORT)  (keys: pk_sandbox_demo / sk_sandbox_demo)"
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start
+	metrics="$$(realpath -m "$${SHOP_VAR_DIR:-var}/metrics")"; rm -rf "$$metrics" \
+		&& mkdir -p "$$metrics" && PROMETHEUS_MULTIPROC_DIR="$$metrics" \
+		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start
 
 ## The provider sandbox alone (migrated, seeded), on SANDBOX_PORT.
 sandbox: install
