@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -173,8 +174,6 @@ def test_workers_heartbeats_are_shown_per_queue(
             and s
         )
     )
-    import time
-
     assert (
         time.time() - value(samples, "shop_celery_queue_heartbeat_timestamp_seconds", queue="shop")
         < 60
@@ -198,3 +197,30 @@ def test_samples_parse_as_prometheus_text(client: Client, metrics_token: str) ->
         "shop_mails_unsent",
         "shop_db_gauges_up",
     } <= shop
+
+
+def test_beat_stamps_its_heartbeat_when_it_queues_a_task(
+    client: Client,
+    metrics_token: str,
+    settings: Any,
+    celery_app: Any,
+    empty_broker: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In beat's process (once beat has started), queueing a task stamps beat's heartbeat;
+    in any other process, queueing stamps nothing."""
+    from celery.signals import beat_init
+
+    from config import heartbeats
+
+    _redis_broker(settings)
+    monkeypatch.setitem(heartbeats._beat, "running", False)
+    monkeypatch.setitem(heartbeats._beat, "last", 0.0)
+    celery_app.send_task("checkout.tasks.reservations_expire_task", queue="shop")
+    assert value(scrape(client), "shop_celery_beat_heartbeat_timestamp_seconds") == 0
+
+    beat_init.send(sender=None)
+    celery_app.send_task("checkout.tasks.reservations_expire_task", queue="shop")
+    stamped = value(scrape(client), "shop_celery_beat_heartbeat_timestamp_seconds")
+    assert 0 < time.time() - stamped < 60
+    celery_app.control.purge()
