@@ -56,7 +56,7 @@ def view_label(request: HttpRequest) -> str:
 
 
 class RequestMetricsMiddleware:
-    """Counts and times every request (first in MIDDLEWARE: the others' time included)."""
+    """Counts and times every request (early in MIDDLEWARE: the others' time included)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response

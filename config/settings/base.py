@@ -539,8 +539,12 @@ if METRICS_DB_GAUGES_CACHE_SECONDS < 0 or METRICS_HEARTBEAT_EVERY < 1:
     raise ImproperlyConfigured(
         "METRICS_DB_GAUGES_CACHE_SECONDS must be at least 0 and METRICS_HEARTBEAT_EVERY at least 1"
     )
-# First: every request counted and timed, the other middleware's time included.
-MIDDLEWARE = ["config.metrics.RequestMetricsMiddleware", *MIDDLEWARE]
+# Every request counted and timed, the following middleware's time included (after the
+# request id's, which stays first).
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware"),
+    "config.metrics.RequestMetricsMiddleware",
+)
 CELERY_INCLUDE = ["config.heartbeats"]
 CELERY_BEAT_SCHEDULE.update(
     {
