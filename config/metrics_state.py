@@ -45,11 +45,15 @@ def _redis(url: str) -> redis.Redis:
     )
 
 
+def broker_is_redis() -> bool:
+    return str(settings.CELERY_BROKER_URL).startswith(("redis://", "rediss://", "unix://"))
+
+
 def queue_lengths() -> dict[str, int] | None:
     """Messages waiting in each Celery queue; None when Redis does not answer. Empty when the
     broker is not Redis (the demo's embedded broker)."""
     url = str(settings.CELERY_BROKER_URL)
-    if not url.startswith(("redis://", "rediss://", "unix://")):
+    if not broker_is_redis():
         return {}
     queues = celery_queues()
     try:
@@ -104,7 +108,7 @@ class ShopStateCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         lengths = queue_lengths()
         redis_down = lengths is None
-        if lengths is not None or str(settings.CELERY_BROKER_URL).startswith("redis"):
+        if broker_is_redis():
             up = GaugeMetricFamily("shop_redis_up", "1 when the broker's Redis answered.")
             up.add_metric([], 0.0 if redis_down else 1.0)
             yield up

@@ -224,3 +224,14 @@ def test_beat_stamps_its_heartbeat_when_it_queues_a_task(
     stamped = value(scrape(client), "shop_celery_beat_heartbeat_timestamp_seconds")
     assert 0 < time.time() - stamped < 60
     celery_app.control.purge()
+
+
+def test_without_a_redis_broker_no_redis_or_queue_gauges_are_shown(
+    client: Client, metrics_token: str, settings: Any
+) -> None:
+    """The demo's embedded broker: no shop_redis_up (it would claim a Redis that is not
+    there), no queue lengths; the database's gauges as ever."""
+    settings.CELERY_BROKER_URL = "filesystem://"
+    samples = scrape(client)
+    assert not {"shop_redis_up", "shop_celery_queue_length"} & names(samples)
+    assert value(samples, "shop_db_gauges_up") == 1
