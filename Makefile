@@ -35,19 +35,26 @@ seed: migrate
 	$(BIN)/python -m sandbox.manage seed_sandbox
 
 ## The whole demo in the foreground: sandbox, shop, Celery worker and beat. Ctrl-C stops all.
+## Its processes count into one metrics directory (/metrics with METRICS_TOKEN=... make demo).
 demo: seed
 	@echo "Shop:    http://127.0.0.1:$(SHOP_PORT)  (admin: admin / tienda-demo-2026)"
 	@echo "Sandbox: http://127.0.0.1:$(SANDBOX_PORT)  (keys: pk_sandbox_demo / sk_sandbox_demo)"
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start
+	metrics="$$(realpath -m "$${SHOP_VAR_DIR:-var}/metrics")"; rm -rf "$$metrics" \
+		&& mkdir -p "$$metrics" && PROMETHEUS_MULTIPROC_DIR="$$metrics" \
+		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start
 
 ## The provider sandbox alone (migrated, seeded), on SANDBOX_PORT.
 sandbox: install
 	mkdir -p var
 	$(BIN)/python -m sandbox.manage runsandbox --port $(SANDBOX_PORT)
 
-## The whole suite on PostgreSQL and Redis: DATABASE_URL and REDIS_URL when set (CI), else a
+## The alert rules' unit tests (docs/monitoring; promtool: Debian's `prometheus` package), then
+## the whole suite on PostgreSQL and Redis: DATABASE_URL and REDIS_URL when set (CI), else a
 ## PostgreSQL and a Redis of the run's own, started and removed by tools/test_services.py.
 test: install $(NODE_STAMP)
+	@command -v promtool >/dev/null || { echo "promtool is missing: apt-get install prometheus"; exit 1; }
+	promtool check rules docs/monitoring/alerts.yml
+	promtool test rules docs/monitoring/alerts_test.yml
 	$(BIN)/python -m tools.test_services -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install

@@ -139,3 +139,13 @@ if os.environ.get("LOG_FORMAT", "json") == "json":
             "gunicorn.access": {"level": "INFO", "handlers": ["console"], "propagate": False},
         },
     }
+
+
+# Metrics (docs/monitoring/README.md): with PROMETHEUS_MULTIPROC_DIR set, every worker writes
+# its counters there and /metrics sums them.
+def child_exit(server: Any, worker: Any) -> None:
+    """A worker gone: its live gauges leave the sums (its counters stay counted)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

@@ -8,6 +8,7 @@ from django_ratelimit.decorators import ratelimit
 from config import views
 from config.api import SchemaView
 from config.csp_reports import CspReportView
+from config.metrics import metrics_view
 from config.ratelimits import login_rate_per_address, login_rate_per_user, login_username
 
 admin.site.site_header = format_lazy("{} · {}", settings.SHOP_NAME, _("staff"))
@@ -31,6 +32,7 @@ urlpatterns = [
     path("healthz", views.HealthzView.as_view(), name="healthz"),
     path("healthz/deps", views.DependenciesView.as_view(), name="healthz_deps"),
     path("readyz", views.ReadyzView.as_view(), name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("", include("checkout.urls")),
 ]

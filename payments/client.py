@@ -40,6 +40,7 @@ from payments.errors import (
     ProviderUnavailable,
     Unauthorized,
 )
+from payments.metrics import provider_call_observed
 from payments.types import (
     CardToken,
     PaymentMethodEntry,
@@ -284,12 +285,14 @@ class PaymentsClient:
     def _log(
         method: str, path: str, status: int | None, started: float, request_id: str, error: str = ""
     ) -> None:
+        seconds = time.monotonic() - started
+        provider_call_observed(method, path, status, seconds)
         logger.info(
             "payments-api %s %s -> %s in %.0f ms%s%s",
             method,
             path,
             status or error,
-            (time.monotonic() - started) * 1000,
+            seconds * 1000,
             f" request_id={request_id}" if request_id else "",
             f" ({error})" if error else "",
         )

@@ -30,6 +30,7 @@ from payments.errors import (
     ProviderDown,
 )
 from payments.messages import provider_errors
+from payments.metrics import reconciliation_corrected
 from payments.models import (
     EXPIRY_WARNING_DAYS,
     IN_FLIGHT,
@@ -272,6 +273,7 @@ def payments_check(payment_ids: list[int]) -> CheckReport:
             continue
         if _amounts(refreshed) != before:
             report.changed += 1
+            reconciliation_corrected()
     if report.checked:
         logger.info(
             "reconciliation: %d checked, %d changed, %d failed",

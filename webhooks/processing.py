@@ -23,6 +23,7 @@ from django.utils import timezone
 from payments.errors import PaymentError, PaymentInProgress, ProviderDown
 from payments.models import Payment
 from payments.reconciliation import SyncOutcome, payment_sync
+from webhooks.metrics import notifications_finished, notifications_given_up
 from webhooks.models import GAVE_UP, WebhookEvent, WebhookState
 from webhooks.queue import unmark_queued
 
@@ -73,12 +74,14 @@ def claim_events(payment_id: str, task_id: str, now: datetime) -> list[int]:
 def _finish(
     ids: Iterable[int], state: str, *, error: str = "", payment: Payment | None = None
 ) -> None:
+    ids = list(ids)
     values: dict[str, object] = {"state": state, "last_error": error[:500]}
     if state in (WebhookState.PROCESSED, WebhookState.UNMATCHED, WebhookState.FAILED):
-        values["processed_at"] = timezone.now()
+        values["processed_at"] = now = timezone.now()
+        notifications_finished(ids, state, now=now)
     if payment is not None:
         values["payment"] = payment
-    WebhookEvent.objects.filter(pk__in=list(ids)).update(**values)
+    WebhookEvent.objects.filter(pk__in=ids).update(**values)
 
 
 def _unknown_lookup_allowed() -> bool:
@@ -147,8 +150,10 @@ def webhook_give_up(*, payment_id: str, task_id: str, error: str) -> int:
     """Retries ran out: the task's events are marked failed, where staff see them; the relay
     tries them again once their wait is over (`webhook_relay`)."""
     logger.error("webhook for payment %s failed after retries: %s", payment_id, error)
-    return _claimed_by(payment_id, task_id).update(
+    given_up = _claimed_by(payment_id, task_id).update(
         state=WebhookState.FAILED,
         last_error=f"{GAVE_UP}{error}"[:500],
         processed_at=timezone.now(),
     )
+    notifications_given_up(given_up)
+    return given_up

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from webhooks.metrics import notification_received
 from webhooks.models import GAVE_UP, WebhookEvent, WebhookState
 from webhooks.notifications import Notification
 from webhooks.queue import enqueue_processing, queue_now
@@ -35,6 +36,7 @@ def webhook_receive(*, notification: Notification, remote_addr: str | None) -> i
         event_type=notification.event_type,
         remote_addr=remote_addr,
     )
+    notification_received(notification.event_type)
     transaction.on_commit(partial(enqueue_processing, notification.payment_id))
     return event.pk
 

@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 
 from checkout.installments import order_installments
 from checkout.links import order_link
+from checkout.metrics import mail_failed, mail_sent
 from checkout.models import Order, OrderMail, OrderMailKind
 from checkout.queue import MAIL_SEND_TASK, queue_on_commit
 from checkout.selectors import order_payments
@@ -176,6 +177,7 @@ def order_mail_send(*, mail_id: int) -> bool:
         try:
             message.send()
         except Exception:
+            mail_failed(mail.kind)
             logger.warning(
                 "order %s: %s mail not sent; tried again later", mail.order.reference, mail.kind
             )
@@ -185,6 +187,7 @@ def order_mail_send(*, mail_id: int) -> bool:
         mail.subject = message.subject[:255]
         mail.body = message.body
         mail.save(update_fields=["sent_at", "subject", "body"])
+    mail_sent(mail.kind)
     logger.info("order %s: %s mail sent", mail.order.reference, mail.kind)
     return True
 

@@ -567,3 +567,38 @@ if SENTRY_DSN:
         release=SENTRY_RELEASE,
         traces_sample_rate=SENTRY_TRACES_SAMPLE_RATE,
     )
+
+# --- Metrics (config/metrics.py; docs/monitoring/README.md) ------------------------------------
+# /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, it answers 404.
+# PROMETHEUS_MULTIPROC_DIR (read by prometheus-client itself) makes the counters those of every
+# process writing into that directory (gunicorn's and Celery's workers on the machine).
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+# prometheus-client writes its files there as soon as the apps define their metrics.
+if _metrics_dir := env_str("PROMETHEUS_MULTIPROC_DIR"):
+    Path(_metrics_dir).mkdir(parents=True, exist_ok=True)
+# The gauges read from the database are computed at most this often (seconds), however many
+# scrapers ask.
+METRICS_DB_GAUGES_CACHE_SECONDS = env_int("METRICS_DB_GAUGES_CACHE_SECONDS", 15)
+# How often beat queues the heartbeat task on each queue (config.heartbeats).
+METRICS_HEARTBEAT_EVERY = env_int("METRICS_HEARTBEAT_EVERY", 30)
+if METRICS_DB_GAUGES_CACHE_SECONDS < 0 or METRICS_HEARTBEAT_EVERY < 1:
+    raise ImproperlyConfigured(
+        "METRICS_DB_GAUGES_CACHE_SECONDS must be at least 0 and METRICS_HEARTBEAT_EVERY at least 1"
+    )
+# Every request counted and timed, the following middleware's time included (after the
+# request id's, which stays first).
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware"),
+    "config.metrics.RequestMetricsMiddleware",
+)
+CELERY_INCLUDE = ["config.heartbeats"]
+CELERY_BEAT_SCHEDULE.update(
+    {
+        f"metrics-heartbeat-{queue}": {
+            "task": "config.heartbeats.heartbeat_task",
+            "schedule": float(METRICS_HEARTBEAT_EVERY),
+            "options": {"queue": queue, "expires": 600},
+        }
+        for queue in CELERY_TASK_QUEUES
+    }
+)

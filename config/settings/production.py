@@ -114,6 +114,10 @@ LANGUAGE_COOKIE_SECURE = True
 LANGUAGE_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 
+# Prometheus scrapes /metrics from the private network straight from the process, like the
+# probes (its bearer token, METRICS_TOKEN, is its protection; docs/monitoring/README.md).
+SECURE_REDIRECT_EXEMPT = [*SECURE_REDIRECT_EXEMPT, r"^metrics$"]
+
 # Static files: collected (`manage.py collectstatic`), hashed names cached forever, compressed,
 # served by whitenoise from STATIC_ROOT.
 STORAGES = {

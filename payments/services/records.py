@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from payments.errors import InvalidAmount
+from payments.metrics import payment_transition_counted
 from payments.models import Payment, PaymentEvent
 from payments.pesos import pesos
 from payments.signals import payment_status_changed
@@ -52,7 +53,10 @@ def notify_status_changed_on_commit(payment: Payment, old: str, new: str) -> Non
     """Send `payment_status_changed` once the current transaction commits (never if it rolls
     back), so that listeners only ever see a change that was saved."""
 
+    code = payment.status_code
+
     def send() -> None:
+        payment_transition_counted(old=old, new=new, code=code)
         payment_status_changed.send(sender=Payment, payment=payment, old_status=old, new_status=new)
 
     transaction.on_commit(send)

@@ -18,6 +18,8 @@ import pytest
 import requests
 
 from tests.config.support import TOKEN, production_env, run
+from tests.metrics_support import TOKEN as METRICS_TOKEN
+from tests.metrics_support import samples_of, value
 from tests.support import (
     PUBLIC_KEY,
     ROOT,
@@ -62,6 +64,8 @@ def served(
         GUNICORN_BIND=f"127.0.0.1:{port}",
         GUNICORN_WORKERS="2",
         GUNICORN_ACCESS_LOG="-",
+        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
+        METRICS_TOKEN=METRICS_TOKEN,
     )
     collected = run(["manage.py", "collectstatic", "--noinput"], env)
     assert collected.returncode == 0, collected.stderr
@@ -168,3 +172,34 @@ def test_gunicorn_serves_the_shop_with_the_production_settings(
     output = served.output()
     assert TOKEN not in output
     assert "query-secret" not in output
+
+
+def test_metrics_sum_the_requests_of_every_gunicorn_worker(served: SimpleNamespace) -> None:
+    """Given two gunicorn workers writing into PROMETHEUS_MULTIPROC_DIR, a scrape counts every
+    request, whichever worker answered it (or the scrape); without the token it is refused."""
+    bearer = {"Authorization": f"Bearer {METRICS_TOKEN}"}
+    labels = {"view": "healthz", "method": "GET", "status": "200"}
+    before = requests.get(f"{served.url}/metrics", headers=bearer, timeout=30)
+    assert before.status_code == 200, before.text
+    for _ in range(20):
+        assert requests.get(f"{served.url}/healthz", timeout=10).status_code == 200
+    after = requests.get(f"{served.url}/metrics", headers=bearer, timeout=30)
+    counted = value(samples_of(after.text), "shop_http_requests_total", **labels) - value(
+        samples_of(before.text), "shop_http_requests_total", **labels
+    )
+    assert counted == 20
+    assert requests.get(f"{served.url}/metrics", timeout=10).status_code == 401
+
+
+def test_a_gone_workers_live_gauges_leave_the_sums(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gunicorn's child_exit hook removes a dead worker's live gauge files."""
+    import runpy
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    hooks = runpy.run_path(str(ROOT / "config" / "gunicorn.py"))
+    (tmp_path / "gauge_livesum_4242.db").write_bytes(b"")
+    (tmp_path / "counter_4242.db").write_bytes(b"")
+    hooks["child_exit"](None, SimpleNamespace(pid=4242))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counter_4242.db"]

@@ -1,0 +1,85 @@
+"""The webhooks app's Prometheus metrics: notifications received and finished, the lag from
+receipt to processing, and the gauges read from the database when /metrics is scraped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db.models import Count, Min
+from prometheus_client import Counter, Histogram
+
+from webhooks.models import WebhookEvent, WebhookState
+
+# From a coalesced refetch (seconds) to retries over an outage (many minutes).
+LAG_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+
+RECEIVED = Counter(
+    "shop_notifications_received_total",
+    "Notifications from the provider stored by the receiver, by event type.",
+    ["event_type"],
+)
+FINISHED = Counter(
+    "shop_notifications_finished_total",
+    "Notifications whose processing ended, by state: processed (applied), unmatched (no "
+    "payment of this shop), failed (an error, or retries ran out).",
+    ["state"],
+)
+LAG = Histogram(
+    "shop_notification_lag_seconds",
+    "From a notification's receipt to the end of its processing (processed or unmatched).",
+    buckets=LAG_BUCKETS,
+)
+_EVENT_TYPES = frozenset({"INSERT", "UPDATE"})
+
+
+def notification_received(event_type: str) -> None:
+    RECEIVED.labels(event_type if event_type in _EVENT_TYPES else "other").inc()
+
+
+def notifications_finished(ids: Iterable[int], state: str, *, now: datetime) -> None:
+    """Count the notifications `ids` as finished in `state`, each with its lag when applied."""
+    received = list(WebhookEvent.objects.filter(pk__in=list(ids)).values_list("received_at"))
+    if not received:
+        return
+    FINISHED.labels(state).inc(len(received))
+    if state != WebhookState.FAILED:
+        for (received_at,) in received:
+            LAG.observe(max((now - received_at).total_seconds(), 0.0))
+
+
+def notifications_given_up(count: int) -> None:
+    if count:
+        FINISHED.labels(WebhookState.FAILED).inc(count)
+
+
+# --- Gauges read from the database at scrape time ---------------------------------------------
+
+GaugeValues = dict[str, list[tuple[dict[str, str], float | int]]]
+
+_LIVE = (WebhookState.RECEIVED, WebhookState.PROCESSING, WebhookState.FAILED)
+DB_GAUGES = {
+    "shop_notifications": "Notifications not finished, by state (received: waiting for a "
+    "task; processing: claimed by one; failed: given up on, retried by the relay or by staff).",
+    "shop_notifications_oldest_seconds": "Age of the oldest notification in each unfinished "
+    "state (0 when there is none).",
+}
+
+
+def db_gauge_values(*, now: datetime) -> GaugeValues:
+    """One query, read from the (state, received_at) index over the unfinished states only."""
+    rows = {
+        row["state"]: row
+        for row in WebhookEvent.objects.filter(state__in=_LIVE)
+        .values("state")
+        .annotate(count=Count("id"), oldest=Min("received_at"))
+        .order_by()
+    }
+    values: GaugeValues = {name: [] for name in DB_GAUGES}
+    for state in _LIVE:
+        row = rows.get(state)
+        labels = {"state": str(state)}
+        values["shop_notifications"].append((labels, row["count"] if row else 0))
+        age = max((now - row["oldest"]).total_seconds(), 0.0) if row else 0.0
+        values["shop_notifications_oldest_seconds"].append((labels, age))
+    return values
