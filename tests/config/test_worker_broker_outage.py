@@ -1,7 +1,8 @@
-"""A Celery worker through a Redis restart, as production runs both: a worker of the threads
-pool (the Procfile's command) under the Procfile's supervisor (bin/keep-running, which restarts
-it as systemd's `Restart=always` does: docs/deploy/), on a Redis of the test's own that keeps
-its messages on disk (`appendfsync always`, as production's should)."""
+"""A Celery worker through a Redis outage, as production runs both: a worker of the threads pool
+(the Procfile's command), on a Redis of the test's own that keeps its messages on disk
+(`appendfsync always`, as production's should). The worker rides it out in its own process
+(config/redis_broker.py); and should it end anyway, its supervisor (bin/keep-running here,
+systemd's `Restart=always` in production: docs/deploy/) starts it again and the work resumes."""
 
 from __future__ import annotations
 
@@ -113,19 +114,9 @@ def done_numbers(path: Path) -> set[int]:
     return {int(line.split()[0]) for line in path.read_text().splitlines() if line.strip()}
 
 
-def test_the_work_resumes_within_a_minute_of_redis_coming_back(
-    redis_server_of_its_own: PrivateRedis, celery_app: Celery, tmp_path: Path
-) -> None:
-    """Given a threads-pool worker under bin/keep-running with every thread holding a task
-    (acks_late: each unacknowledged until it ends), when Redis is killed for 10 s, and the
-    worker ends during the outage (kombu's redis transport can end it with `Unrecoverable
-    error: AttributeError(...'hostname')` on its way to reconnect; here it is killed every
-    time, so that the restart is proven every time), then once Redis is back the supervisor's
-    new worker runs every task within a minute: those queued from Redis' file, and those that
-    were in hand delivered again after the visibility timeout."""
-    redis = redis_server_of_its_own
-    done = tmp_path / "done.txt"
-    done.touch()
+def worker_env(redis: PrivateRedis) -> dict[str, str]:
+    """The worker's environment: the test database, the test's own Redis, a short visibility
+    timeout (so that tasks in hand come back within the test)."""
     database = os.environ.get("DATABASE_URL", "")
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("CELERY_BROKER")},
@@ -140,12 +131,95 @@ def test_the_work_resumes_within_a_minute_of_redis_coming_back(
         env["DATABASE_URL"] = urlunsplit(
             urlsplit(database)._replace(path=f"/{connection.settings_dict['NAME']}")
         )
-    log = tmp_path / "worker.log"
-    command = [
-        str(ROOT / "bin" / "keep-running"), sys.executable, "-m", "celery", "-A", "config",
-        "worker", "-n", "outage@%h", "-Q", "shop", "--loglevel=INFO", "--pool=threads",
-        f"--concurrency={CONCURRENCY}", "--include", "tests.broker_outage_tasks",
+    return env
+
+
+def worker_command(name: str) -> list[str]:
+    return [
+        sys.executable, "-m", "celery", "-A", "config", "worker", "-n", f"{name}@%h", "-Q",
+        "shop", "--loglevel=INFO", "--pool=threads", f"--concurrency={CONCURRENCY}",
+        "--include", "tests.broker_outage_tasks",
     ]  # fmt: skip
+
+
+def publish(app: Celery, redis: PrivateRedis, numbers: range, done: Path, seconds: float) -> None:
+    with app.connection_for_write(redis.url) as broker:
+        for number in numbers:
+            slow_record_task.apply_async(
+                (number, str(done), seconds), connection=broker, queue="shop"
+            )
+
+
+def runs(path: Path) -> list[tuple[int, int]]:
+    """(task number, worker pid) of every run recorded, in order."""
+    return [
+        (int(number), int(pid))
+        for number, pid in (line.split() for line in path.read_text().splitlines() if line)
+    ]
+
+
+def test_a_worker_rides_out_a_redis_outage_in_its_own_process(
+    redis_server_of_its_own: PrivateRedis, celery_app: Celery, tmp_path: Path
+) -> None:
+    """Given a threads-pool worker holding tasks (acks_late) and waiting for more, when Redis is
+    killed for 10 s and started again (its queues back from its file), then the same worker
+    process is still running: it runs every task queued after Redis came back, and those it
+    held, whose acknowledgement Redis missed, again once the visibility timeout has passed, all
+    within a minute."""
+    redis = redis_server_of_its_own
+    done = tmp_path / "done.txt"
+    done.touch()
+    log = tmp_path / "worker.log"
+    held = range(CONCURRENCY // 2)  # half the threads busy: the worker waits on Redis for more
+    later = range(CONCURRENCY // 2, CONCURRENCY // 2 + 2 * CONCURRENCY)
+    with log.open("wb") as output:
+        worker = subprocess.Popen(
+            worker_command("inprocess"), cwd=ROOT, env=worker_env(redis), stdout=output,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        wait_until(lambda: " ready." in log.read_text(errors="replace"), timeout=60)
+        publish(celery_app, redis, held, done, TASK_SECONDS)
+        wait_until(lambda: log.read_text(errors="replace").count(" received") >= len(held), 30)
+        redis.kill()
+        time.sleep(DOWN_SECONDS)
+        assert worker.poll() is None, log.read_text(errors="replace")[-3000:]
+        redis.start()
+        publish(celery_app, redis, later, done, 0.5)
+
+        wait_until(
+            lambda: {number for number, _ in runs(done)} == set(held) | set(later),
+            timeout=60,
+            interval=0.5,
+        )
+
+        assert worker.poll() is None, log.read_text(errors="replace")[-3000:]
+        assert {pid for _, pid in runs(done)} == {worker.pid}
+        assert "Unrecoverable error" not in log.read_text(errors="replace")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait(timeout=10)
+
+
+def test_the_work_resumes_within_a_minute_of_redis_coming_back(
+    redis_server_of_its_own: PrivateRedis, celery_app: Celery, tmp_path: Path
+) -> None:
+    """Given a threads-pool worker under bin/keep-running with every thread holding a task
+    (acks_late: each unacknowledged until it ends), when Redis is killed for 10 s and the worker
+    ends during the outage (killed here, as anything that may still end a worker would: the
+    process running out of memory, a bug, a deployment), then once Redis is back the
+    supervisor's new worker runs every task within a minute: those queued, from Redis' file, and
+    those that were in hand, delivered again after the visibility timeout."""
+    redis = redis_server_of_its_own
+    done = tmp_path / "done.txt"
+    done.touch()
+    env = worker_env(redis)
+    log = tmp_path / "worker.log"
+    command = [str(ROOT / "bin" / "keep-running"), *worker_command("supervised")]
     with log.open("wb") as output:
         supervisor = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
@@ -153,11 +227,7 @@ def test_the_work_resumes_within_a_minute_of_redis_coming_back(
         )  # fmt: skip
     try:
         first = wait_until(lambda: worker_pid(supervisor), timeout=30)
-        with celery_app.connection_for_write(redis.url) as broker:
-            for number in range(TASKS):
-                slow_record_task.apply_async(
-                    (number, str(done), TASK_SECONDS), connection=broker, queue="shop"
-                )
+        publish(celery_app, redis, range(TASKS), done, TASK_SECONDS)
 
         # Every thread holds a task (received, none finished): kill Redis now.
         wait_until(lambda: log.read_text(errors="replace").count(" received") >= CONCURRENCY, 60)
