@@ -136,6 +136,11 @@ class HealthzView(JSONAPIView):
     @extend_schema(
         operation_id="healthz",
         summary="Liveness",
+        description=(
+            "What a Kubernetes `livenessProbe` asks: `200` while the process answers, touching "
+            "no dependency, so that an outage of the database or Redis never restarts it. For "
+            "readiness use `/readyz`."
+        ),
         responses=inline_serializer("Liveness", fields={"status": serializers.ChoiceField(["ok"])}),
         **OPERATIONS,
     )
