@@ -27,7 +27,7 @@ def _check(probe: object) -> dict[str, object]:
     started = time.monotonic()
     try:
         probe()  # type: ignore[operator]
-    except Exception as exc:  # any failure makes the instance not ready
+    except Exception as exc:  # any failure fails the check, named by its class only
         return {"ok": False, "error": type(exc).__name__}
     return {"ok": True, "ms": round((time.monotonic() - started) * 1000, 1)}
 
@@ -38,16 +38,25 @@ def _database() -> None:
 
 
 def _cache() -> None:
-    cache.set("readyz", "1", timeout=5)
-    if cache.get("readyz") != "1":
+    """A write and a read back (django-redis's socket timeouts, CACHES' OPTIONS, bound both)."""
+    cache.set("healthz:deps", "1", timeout=5)
+    if cache.get("healthz:deps") != "1":
         raise RuntimeError("cache read back nothing")
 
 
+# How long the dependency checks wait on Redis: a Redis that is down, or that takes
+# connections and never answers, is reported within a few seconds rather than holding the probe
+# (and one of the web server's workers) for as long as a client's retries take.
+DEPENDENCY_TIMEOUT = 2
+
+
 def _broker() -> None:
+    """One connection to the broker and a round trip on it, without retrying."""
     from config.celery import app
 
-    with app.connection_for_write() as conn:
-        conn.ensure_connection(max_retries=1, timeout=2)
+    timeouts = {"socket_connect_timeout": DEPENDENCY_TIMEOUT, "socket_timeout": DEPENDENCY_TIMEOUT}
+    with app.connection_for_write(transport_options=timeouts) as conn:
+        conn.ensure_connection(max_retries=0, timeout=DEPENDENCY_TIMEOUT)
 
 
 # The provider check's stamp is recent while it is newer than this many of its intervals.
@@ -71,6 +80,10 @@ def _provider() -> dict[str, object]:
     elif age > PROVIDER_CHECK_RECENT * settings.PAYMENTS_PROVIDER_CHECK_EVERY:
         report.update(ok=False, error="Stale")
     return report
+
+
+def _unread(cache_check: dict[str, object]) -> dict[str, object]:
+    return {"ok": False, "error": cache_check["error"]}
 
 
 CHECK = inline_serializer(
@@ -112,8 +125,8 @@ def _report(checks: dict[str, dict[str, object]], ok: str, not_ok: str) -> Respo
 
 
 OPERATIONS = {"tags": ["operations"]}
-READINESS = _report_schema("Readiness", ["ready", "not ready"], ["database", "cache"])
-DEPENDENCIES = _report_schema("Dependencies", ["ok", "degraded"], ["broker", "provider"])
+READINESS = _report_schema("Readiness", ["ready", "not ready"], ["database"])
+DEPENDENCIES = _report_schema("Dependencies", ["ok", "degraded"], ["cache", "broker", "provider"])
 
 
 @method_decorator(never_cache, name="dispatch")
@@ -123,6 +136,11 @@ class HealthzView(JSONAPIView):
     @extend_schema(
         operation_id="healthz",
         summary="Liveness",
+        description=(
+            "What a Kubernetes `livenessProbe` asks: `200` while the process answers, touching "
+            "no dependency, so that an outage of the database or Redis never restarts it. For "
+            "readiness use `/readyz`."
+        ),
         responses=inline_serializer("Liveness", fields={"status": serializers.ChoiceField(["ok"])}),
         **OPERATIONS,
     )
@@ -132,37 +150,62 @@ class HealthzView(JSONAPIView):
 
 @method_decorator(never_cache, name="dispatch")
 class ReadyzView(JSONAPIView):
-    """Ready to take traffic: this process can serve, its database and cache (Redis) answer.
-    503 with what failed otherwise (never a secret, never a stack). The broker and the provider
-    are not asked: an outage of either must not take every instance out of the load balancer
-    (the webhook receiver needs neither); `/healthz/deps` reports them."""
+    """Ready to take traffic: this process can serve, its database answers. 503 with what failed
+    otherwise (never a secret, never a stack). Nothing else is asked: Redis (the cache and the
+    broker) and the provider are shared by every instance, so their outage would take every
+    instance out of the load balancer at once, while the pages, the order page and the webhook
+    receiver keep working without them (a payment attempt answers 503 while the broker is
+    down). `/healthz/deps` reports them."""
 
     @extend_schema(
         operation_id="readyz",
-        summary="Readiness: the database and the cache answer",
+        summary="Readiness: the database answers",
+        description=(
+            "What a load balancer's health check and a Kubernetes `readinessProbe` ask: `200` "
+            "while this instance's database answers `SELECT 1`, `503` (naming the failed "
+            "check by its exception's class) while it does not. Redis and the card payments "
+            "service are not asked: an outage of either leaves the instance ready "
+            "(`/healthz/deps` reports them). For liveness use `/healthz`."
+        ),
         responses={200: READINESS, 503: READINESS},
         **OPERATIONS,
     )
     def get(self, request: Request) -> Response:
-        checks = {"database": _check(_database), "cache": _check(_cache)}
-        return _report(checks, "ready", "not ready")
+        return _report({"database": _check(_database)}, "ready", "not ready")
 
 
 @method_decorator(never_cache, name="dispatch")
 class DependenciesView(JSONAPIView):
-    """The services the shop depends on beyond its own process, for monitoring and alerts:
-    the Celery broker (asked now) and the payment provider (reachable, and our credentials
+    """The services the shop depends on beyond its own process, for dashboards and alerts:
+    Redis as the cache and as the Celery broker (both asked now, each within
+    DEPENDENCY_TIMEOUT seconds) and the payment provider (reachable, and our credentials
     accepted, as a worker's check task found it within three of its intervals: the web never
-    calls the provider). 503 while one is down; never used for readiness."""
+    calls the provider). 503 while one is down; never used for readiness or liveness."""
 
     @extend_schema(
         operation_id="healthz_deps",
-        summary="Dependencies: the broker and the card payments service",
+        summary="Dependencies: Redis (cache and broker) and the card payments service",
+        description=(
+            "For dashboards and alerts, **not** for a load balancer's or Kubernetes' probes: "
+            "`503` while Redis (as the cache or as the broker) or the card payments service is "
+            "down, which every instance shares. Redis is asked now, each check answering "
+            "within a few seconds even when Redis takes connections and never answers; the "
+            "provider as the provider check task last found it (the probe never calls it). "
+            "While the cache is down the provider's stamp cannot be read, and the provider "
+            "reports the cache's error."
+        ),
         responses={200: DEPENDENCIES, 503: DEPENDENCIES},
         **OPERATIONS,
     )
     def get(self, request: Request) -> Response:
-        return _report({"broker": _check(_broker), "provider": _provider()}, "ok", "degraded")
+        cache_check = _check(_cache)
+        checks = {
+            "cache": cache_check,
+            "broker": _check(_broker),
+            # The provider's stamp is in the cache: not asked again when the cache is down.
+            "provider": _provider() if cache_check["ok"] else _unread(cache_check),
+        }
+        return _report(checks, "ok", "degraded")
 
 
 def ratelimited(request: HttpRequest, exception: Exception) -> HttpResponse:

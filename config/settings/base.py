@@ -155,7 +155,20 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # fixup closes a slot's connection only every this many tasks, and `config.celery` drops it
 # sooner when it is older than DATABASE_CONN_MAX_AGE or broken, as Django does around a request.
 CELERY_DB_REUSE_MAX = 1000
+# --- Broker resilience ----------------------------------------------------------------------------
+# A worker rides out a Redis outage in its own process: it retries the connection for as long as
+# Redis is away (on start and after a loss), and its channels are kombu's Redis transport with one
+# guard (config/redis_broker.py): with celery 5.7.0 and kombu 5.7.0, a worker holding tasks when
+# Redis disappeared could exit with "Unrecoverable error: AttributeError("'NoneType' object has no
+# attribute 'hostname'")" while reconnecting (the failure of kombu#582, reached through the second
+# close of the lost connection). Not for rediss://: kombu takes TLS from that scheme's name.
+# Workers still run under a supervisor (docs/deploy/) for whatever else may end them.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+if REDIS_URL.startswith("redis://"):
+    CELERY_BROKER_TRANSPORT = "config.redis_broker:Transport"
+# --------------------------------------------------------------------------------------------------
 # Three queues, so that a slow provider holds up only the work that waits on it: its writes
 # (creates, captures, cancels, refunds: a brownout of creates), its reads (refreshes, the
 # webhooks' refetch, reconciliation) and the shop's own tasks (order sync, stock, mails, relays).
