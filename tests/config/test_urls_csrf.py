@@ -609,6 +609,7 @@ CASES: dict[str, Case] = {
     "healthz": Case(lambda w: reverse("healthz"), who="shop", get_only=True),
     "healthz/deps": Case(lambda w: reverse("healthz_deps"), who="shop", get_only=True),
     "readyz": Case(lambda w: reverse("readyz"), who="shop", get_only=True),
+    "metrics": Case(lambda w: reverse("metrics"), who="shop", get_only=True),
     "api/schema/": Case(lambda w: reverse("schema"), who="shop", get_only=True),
     "": Case(lambda w: reverse("checkout:home"), who="shop", get_only=True),
     "productos/<slug:slug>/": Case(
