@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -39,6 +40,10 @@ def setup_django(*tables: str) -> None:
     os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/shop_bench")
     os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/6")
     os.environ.setdefault("LOG_FORMAT", "text")
+    # As shipped: every process counts its metrics into one directory (docs/monitoring).
+    metrics = LOG_DIR / "metrics"
+    shutil.rmtree(metrics, ignore_errors=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics)
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # services stopped too
     LOG_DIR.mkdir(parents=True, exist_ok=True)
