@@ -37,14 +37,15 @@ def notification_received(event_type: str) -> None:
     RECEIVED.labels(event_type if event_type in _EVENT_TYPES else "other").inc()
 
 
-def notifications_finished(ids: Iterable[int], state: str, *, now: datetime) -> None:
-    """Count the notifications `ids` as finished in `state`, each with its lag when applied."""
-    received = list(WebhookEvent.objects.filter(pk__in=list(ids)).values_list("received_at"))
+def notifications_finished(received: Iterable[datetime], state: str, *, now: datetime) -> None:
+    """Count notifications (when each was received) as finished in `state`, each with its lag
+    when applied."""
+    received = list(received)
     if not received:
         return
     FINISHED.labels(state).inc(len(received))
     if state != WebhookState.FAILED:
-        for (received_at,) in received:
+        for received_at in received:
             LAG.observe(max((now - received_at).total_seconds(), 0.0))
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 
@@ -52,36 +51,41 @@ def claim_events(payment_id: str, task_id: str, now: datetime) -> list[int]:
     """Take the events waiting for this payment (and any this task already held before a retry
     or a crash). Rows another task or the relay has locked are skipped, not waited for: that
     task is claiming them, and a second claimer has nothing to add."""
+    return sorted(_claim(payment_id, task_id, now))
+
+
+def _claim(payment_id: str, task_id: str, now: datetime) -> dict[int, datetime]:
+    """`claim_events`: the events claimed, with when each was received."""
     with transaction.atomic():
-        ids = sorted(
+        received = dict(
             WebhookEvent.objects.select_for_update(skip_locked=True)
             .filter(provider_payment_id=payment_id)
             .filter(
                 Q(state=WebhookState.RECEIVED) | Q(state=WebhookState.PROCESSING, task_id=task_id)
             )
-            .values_list("pk", flat=True)
+            .order_by("pk")
+            .values_list("pk", "received_at")
         )
-        if ids:
-            WebhookEvent.objects.filter(pk__in=ids).update(
+        if received:
+            WebhookEvent.objects.filter(pk__in=list(received)).update(
                 state=WebhookState.PROCESSING,
                 task_id=task_id,
                 claimed_at=now,
                 attempts=F("attempts") + 1,
             )
-    return ids
+    return received
 
 
 def _finish(
-    ids: Iterable[int], state: str, *, error: str = "", payment: Payment | None = None
+    claimed: dict[int, datetime], state: str, *, error: str = "", payment: Payment | None = None
 ) -> None:
-    ids = list(ids)
     values: dict[str, object] = {"state": state, "last_error": error[:500]}
     if state in (WebhookState.PROCESSED, WebhookState.UNMATCHED, WebhookState.FAILED):
         values["processed_at"] = now = timezone.now()
-        notifications_finished(ids, state, now=now)
+        notifications_finished(claimed.values(), state, now=now)
     if payment is not None:
         values["payment"] = payment
-    WebhookEvent.objects.filter(pk__in=ids).update(**values)
+    WebhookEvent.objects.filter(pk__in=list(claimed)).update(**values)
 
 
 def _unknown_lookup_allowed() -> bool:
@@ -99,7 +103,7 @@ def webhook_process(*, payment_id: str, task_id: str) -> ProcessOutcome:
     """Refetch the payment for every notification waiting for it: one provider call however
     many there are. Raises `RetryLater` while the provider is unreachable."""
     unmark_queued(payment_id)  # from here on, a new notification queues a new task
-    ids = claim_events(payment_id, task_id, timezone.now())
+    ids = _claim(payment_id, task_id, timezone.now())
     if not ids:
         return ProcessOutcome.COALESCED
     if not Payment.objects.filter(provider_id=payment_id).exists():
@@ -110,7 +114,7 @@ def webhook_process(*, payment_id: str, task_id: str) -> ProcessOutcome:
             _finish(ids, WebhookState.UNMATCHED, error=looked_up.last_error)
             return ProcessOutcome.UNMATCHED
         if not _unknown_lookup_allowed():
-            WebhookEvent.objects.filter(pk__in=ids).update(
+            WebhookEvent.objects.filter(pk__in=list(ids)).update(
                 state=WebhookState.RECEIVED,
                 task_id="",
                 relayed_at=timezone.now(),
@@ -120,7 +124,7 @@ def webhook_process(*, payment_id: str, task_id: str) -> ProcessOutcome:
     try:
         result = payment_sync(provider_id=payment_id)
     except (ProviderDown, PaymentInProgress) as exc:
-        WebhookEvent.objects.filter(pk__in=ids).update(last_error=exc.message[:500])
+        WebhookEvent.objects.filter(pk__in=list(ids)).update(last_error=exc.message[:500])
         raise RetryLater(exc.message) from exc
     except PaymentError as exc:
         logger.error("webhook for payment %s failed: %s", payment_id, exc.message)
