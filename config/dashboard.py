@@ -43,6 +43,7 @@ from checkout.services.mail import unsent_for
 from payments.models import (
     AUTHORIZATION_VALIDITY,
     CHARGE_ENTRY,
+    EXPIRY_WARNING_DAYS,
     Payment,
     PaymentEvent,
     PaymentStatus,
@@ -95,6 +96,11 @@ class Expiry:
     amount: Decimal
     expires_at: datetime
     days_left: int  # negative once expired (the provider cancels it; a refresh tells)
+
+    @property
+    def soon(self) -> bool:
+        """Within the days staff are warned before an expiry."""
+        return self.days_left < EXPIRY_WARNING_DAYS
 
 
 @dataclass(frozen=True)

@@ -246,6 +246,7 @@ def test_orders_to_ship_and_money_held(admin_client: Client) -> None:
         reverse("admin:payments_payment_change", args=[p.pk]) for p in (soon, later)
     ]
     assert "1 day left" in expiries[0].text
+    assert [row.classes for row in expiries] == [{"owner-urgent"}, set()]  # within 3 days
     assert "20 days left" in expiries[1].text
 
 
