@@ -15,13 +15,14 @@ from django.utils.translation import gettext_lazy as _
 
 from checkout.admin_actions import OrderActionsMixin, available_actions
 from checkout.installment_plans import interest_free_text
-from checkout.models import Order, OrderItem, OrderMail, Product
+from checkout.models import TO_SHIP, Order, OrderItem, OrderMail, Product
 from checkout.selectors import (
     order_ledger,
     order_payments,
     with_charged,
     with_installment_plan,
 )
+from checkout.services.mail import unsent_for
 from checkout.templatetags.shop import mxn
 from payments.admin_lists import (
     BoundedListAdmin,
@@ -119,6 +120,35 @@ class OrderMailInline(admin.TabularInline):
         return str(_("text not kept"))
 
 
+class ToShipFilter(admin.SimpleListFilter):
+    """The orders paid or held whose items are not all sent (the owner's dashboard links here)."""
+
+    title = _("waiting to be shipped")
+    parameter_name = "to_ship"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("yes", _("Paid or held, not all shipped"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Order]) -> QuerySet[Order]:
+        return queryset.filter(TO_SHIP) if self.value() == "yes" else queryset
+
+
+class UnsentMailsFilter(admin.SimpleListFilter):
+    """The orders with a mail to the customer not sent in time (its task and the sweep have
+    not got it out)."""
+
+    title = _("mails to the customer")
+    parameter_name = "mails"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("unsent", _("A mail not sent in time"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Order]) -> QuerySet[Order]:
+        if self.value() != "unsent":
+            return queryset
+        return queryset.filter(pk__in=OrderMail.objects.filter(unsent_for()).values("order_id"))
+
+
 @admin.register(Order)
 class OrderAdmin(BoundedListAdmin, OrderActionsMixin):
     """The staff's main screen: the order, its customer, its payments and their ledger, and
@@ -135,7 +165,13 @@ class OrderAdmin(BoundedListAdmin, OrderActionsMixin):
         "fulfilment",
         "installments",
     ]
-    list_filter = ["status", "fulfilment", ("created_at", DateRangeFilter)]
+    list_filter = [
+        "status",
+        "fulfilment",
+        ToShipFilter,
+        UnsentMailsFilter,
+        ("created_at", DateRangeFilter),
+    ]
     sortable_by = ["reference", "created_at", "amount"]
     search_fields = ["reference"]  # shows the box; `search` says what it finds
     search_help_text = _(

@@ -91,6 +91,13 @@ PAYABLE_STATUSES = frozenset(
 )
 
 
+# Orders paid or held whose items are not all sent: waiting to be shipped.
+TO_SHIP = models.Q(
+    status__in=[OrderStatus.PAID, OrderStatus.AUTHORIZED, OrderStatus.PARTIALLY_REFUNDED],
+    fulfilment__in=[Fulfilment.UNFULFILLED, Fulfilment.PARTIALLY_SHIPPED],
+)
+
+
 class Order(models.Model):
     reference = models.CharField(_("reference"), max_length=16, unique=True, default=new_reference)
     status = models.CharField(
@@ -144,6 +151,8 @@ class Order(models.Model):
             ),
             models.Index(fields=["total", "id"], name="order_total"),
             models.Index(Upper("email"), name="order_email_upper"),
+            # The owner's dashboard and the admin's list of the orders waiting to be shipped.
+            models.Index(fields=["created_at", "id"], name="order_to_ship", condition=TO_SHIP),
         ]
         verbose_name = _("order")
         verbose_name_plural = _("orders")

@@ -6,6 +6,7 @@ from django.utils.translation import gettext_lazy as _
 from django_ratelimit.decorators import ratelimit
 
 from config import views
+from config.admin_index import INDEX_TEMPLATE, with_owner_dashboard
 from config.api import SchemaView
 from config.csp_reports import CspReportView
 from config.metrics import metrics_view
@@ -14,6 +15,9 @@ from config.ratelimits import login_rate_per_address, login_rate_per_user, login
 admin.site.site_header = format_lazy("{} · {}", settings.SHOP_NAME, _("staff"))
 admin.site.site_title = format_lazy("{} · {}", settings.SHOP_NAME, _("staff"))
 admin.site.index_title = _("Orders, payments and subscriptions")
+# The home page: the owner's dashboard, then the list of models.
+admin.site.index_template = INDEX_TEMPLATE
+admin.site.index = with_owner_dashboard(admin.site.index)  # type: ignore[method-assign]
 # Password guessing: login POSTs are limited per client address and per username (429 beyond).
 _login = ratelimit(key=login_username, rate=login_rate_per_user, method="POST", block=True)(
     admin.site.login

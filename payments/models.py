@@ -307,6 +307,16 @@ class AppendOnlyEntry(models.Model):
         raise ValueError(f"{self._meta.verbose_name_plural} are append-only")
 
 
+# The ledger entry that records a charge: the payment became approved (captured at once, or a
+# hold captured). A payment is approved once (its status only moves forward); an anomaly (a
+# status the shop refused) is no charge.
+CHARGE_ENTRY = (
+    models.Q(new_status=PaymentStatus.APPROVED)
+    & ~models.Q(old_status=PaymentStatus.APPROVED)
+    & ~models.Q(kind=PaymentEventKind.ANOMALY)
+)
+
+
 class PaymentEvent(AppendOnlyEntry):
     """Append-only ledger of everything that happened to a payment."""
 
@@ -335,6 +345,12 @@ class PaymentEvent(AppendOnlyEntry):
         ordering = ["created_at", "id"]
         verbose_name = _("ledger entry")
         verbose_name_plural = _("ledger")
+        indexes = [
+            # The owner's dashboard: the charges of the last days, by when they were recorded.
+            models.Index(
+                fields=["created_at"], name="payment_event_charged", condition=CHARGE_ENTRY
+            ),
+        ]
 
     def __str__(self) -> str:
         change = "→".join(status_label(s) for s in (self.old_status, self.new_status))
@@ -361,6 +377,8 @@ class Refund(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+        # The owner's dashboard: the refunds of the last days.
+        indexes = [models.Index(fields=["created_at"], name="refund_created")]
         verbose_name = _("refund")
         verbose_name_plural = _("refunds")
 

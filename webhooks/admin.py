@@ -21,7 +21,7 @@ from payments.admin_lists import (
     recent_values,
 )
 from payments.models import Payment
-from webhooks.models import WebhookEvent, WebhookState
+from webhooks.models import GIVEN_UP, LEFT_FOR_STAFF, WebhookEvent, WebhookState
 from webhooks.services import webhook_events_retry
 
 STATE_COLOURS = {
@@ -56,6 +56,29 @@ class PaymentFilter(admin.SimpleListFilter):
         return queryset
 
 
+class FailedFilter(admin.SimpleListFilter):
+    """The failed notifications: given up on while the provider could not be reached (the
+    relay tries them again by itself), or left for staff to retry."""
+
+    title = _("failure")
+    parameter_name = "failed"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [
+            ("given_up", _("Given up on, tried again by itself")),
+            ("staff", _("Left for staff to retry")),
+        ]
+
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[WebhookEvent]
+    ) -> QuerySet[WebhookEvent]:
+        if self.value() == "given_up":
+            return queryset.filter(GIVEN_UP)
+        if self.value() == "staff":
+            return queryset.filter(LEFT_FOR_STAFF)
+        return queryset
+
+
 @admin.register(WebhookEvent)
 class WebhookEventAdmin(BoundedListAdmin):
     list_display = [
@@ -68,7 +91,13 @@ class WebhookEventAdmin(BoundedListAdmin):
         "remote_addr",
         "short_error",
     ]
-    list_filter = ["state", "event_type", PaymentFilter, ("received_at", DateRangeFilter)]
+    list_filter = [
+        "state",
+        FailedFilter,
+        "event_type",
+        PaymentFilter,
+        ("received_at", DateRangeFilter),
+    ]
     sortable_by = ["received_at"]
     search_fields = ["provider_payment_id"]  # shows the box; `search` says what it finds
     search_help_text = _("Exact provider payment id or order reference.")

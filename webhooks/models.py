@@ -25,6 +25,10 @@ FINISHED = [WebhookState.PROCESSED, WebhookState.UNMATCHED]
 # The start of `last_error` of the notifications a task gave up on because the provider could
 # not be reached: the relay tries them again by itself.
 GAVE_UP = "Gave up after retries: "
+# Failed notifications: given up on while the provider could not be reached (the relay tries
+# them again by itself), and the others, left for staff to retry.
+GIVEN_UP = models.Q(state=WebhookState.FAILED, last_error__startswith=GAVE_UP)
+LEFT_FOR_STAFF = models.Q(state=WebhookState.FAILED) & ~models.Q(last_error__startswith=GAVE_UP)
 
 
 class EventType(models.TextChoices):

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 from django.core.mail import EmailMultiAlternatives
 from django.db import transaction
+from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone, translation
@@ -192,15 +193,21 @@ def order_mail_send(*, mail_id: int) -> bool:
     return True
 
 
+def unsent_for(older_than: timedelta = SWEEP_AFTER, *, now: datetime | None = None) -> Q:
+    """Mails due for longer than `older_than` and still not sent (by default, those the sweep
+    sends again: their task was lost, or the mail server has been failing). The partial index
+    `order_mail_unsent` serves it."""
+    return Q(sent_at=None, created_at__lt=(now or timezone.now()) - older_than)
+
+
 def order_mails_to_resend(
     *, older_than: timedelta = SWEEP_AFTER, limit: int = SWEEP_LIMIT
 ) -> list[int]:
     """Mails due for longer than `older_than` and still not sent (their task was lost, the
     broker was down, or the mail server has been failing), oldest first: each at most once per
     SWEEP_LEASE, so a mail whose own task is still retrying does not gather more."""
-    before = timezone.now() - older_than
     unsent = (
-        OrderMail.objects.filter(sent_at=None, created_at__lt=before)
+        OrderMail.objects.filter(unsent_for(older_than))
         .order_by("created_at", "id")
         .values_list("pk", flat=True)[:limit]
     )

@@ -1,7 +1,7 @@
 """Every admin page staff use on orders, payments, notifications and subscriptions, with real
 values from the database: each list as it opens, by each of its filters' choices, by date,
-searched, sorted by each sortable column; an order's page and a payment's (`bench/volume.py`
-measures them; the tests open them on a fill)."""
+searched, sorted by each sortable column; the home page (the owner's dashboard), an order's
+page and a payment's (`bench/volume.py` measures them; the tests open them on a fill)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def _list_pages(model: type[Model], user: Any, values: dict[str, str], words: li
 def admin_pages(user: Any) -> list[tuple[str, str]]:
     """(label, path) of every page, for `user` (a superuser sees every filter)."""
     values, lists = _searches()
-    found = []
+    found = [("home page (the owner's dashboard)", "/admin/")]
     for model, words in lists.items():
         found += _list_pages(model, user, values, words)
     order = Order.objects.filter(reference=values["reference"]).first()

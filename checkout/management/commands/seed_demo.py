@@ -16,9 +16,16 @@ DEMO_ADMIN_USERNAME = "admin"
 DEMO_ADMIN_PASSWORD = "tienda-demo-2026"
 DEMO_VIEWER_USERNAME = "consulta"
 DEMO_VIEWER_PASSWORD = "consulta-demo-2026"
-# consulta sees orders, payments, subscriptions and notifications, and may do nothing.
+# consulta sees orders (and the mails sent to their customers), payments, subscriptions and
+# notifications, and may do nothing.
 VIEW_ONLY = {
-    "checkout": ["view_order", "view_orderitem", "view_orderevent", "view_product"],
+    "checkout": [
+        "view_order",
+        "view_orderitem",
+        "view_orderevent",
+        "view_ordermail",
+        "view_product",
+    ],
     "payments": ["view_payment", "view_paymentevent", "view_refund", "view_subscription"],
     "webhooks": ["view_webhookevent"],
 }
