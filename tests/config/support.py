@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,26 @@ def request_id_bound(request_id: str) -> Iterator[None]:
         yield
     finally:
         guid.reset(token)
+
+
+class JsonAnswering(BaseHTTPRequestHandler):
+    """A stand-in provider answering every GET `status` with `{"message": message}`; a subclass
+    says what it keeps of each request (`seen`)."""
+
+    status = 404
+    message = "not found"
+
+    def seen(self) -> None:
+        """What to keep of the request being answered."""
+
+    def do_GET(self) -> None:
+        self.seen()
+        body = json.dumps({"message": self.message}).encode()
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass

@@ -34,7 +34,7 @@ from config.error_reports import error_reports_start
 from payments.client import get_client
 from payments.errors import NotFound
 from tests.config.error_report_tasks import FAILING_TASK
-from tests.config.support import TOKEN, load_settings, request_id_bound
+from tests.config.support import TOKEN, JsonAnswering, load_settings, request_id_bound
 from tests.support import ROOT, wait_until
 
 SECRET_KEY = "sk_live_" + "Zq8Rt5Wm2Xv7Nb4Kc9Ld3Pf6"
@@ -242,22 +242,13 @@ def test_a_request_error_is_reported_without_card_data_or_secrets(
     assert _leaks(reporting.text()) == []
 
 
-class _Provider(BaseHTTPRequestHandler):
+class _Provider(JsonAnswering):
     """A provider that answers 404 to everything, and keeps the headers it was sent."""
 
     server: Any
 
-    def do_GET(self) -> None:
+    def seen(self) -> None:
         self.server.headers.append(dict(self.headers))
-        body = b'{"message": "not found"}'
-        self.send_response(404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 def test_no_tracing_headers_reach_the_provider(reporting: _SentryServer, settings: Any) -> None:

@@ -10,7 +10,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -20,7 +20,7 @@ from django_guid import get_guid
 
 from payments.client import get_client
 from payments.errors import ProviderUnavailable
-from tests.config.support import TOKEN, request_id_bound
+from tests.config.support import TOKEN, JsonAnswering, request_id_bound
 from tests.support import wait_until
 from webhooks.models import WebhookEvent, WebhookState
 
@@ -103,22 +103,14 @@ def test_the_log_lines_of_a_request_carry_its_id(
 # --- From the web request to the Celery task and the provider -------------------------------------
 
 
-class _ProviderDown(BaseHTTPRequestHandler):
+class _ProviderDown(JsonAnswering):
     """A provider in maintenance: every call is answered 503, and its X-Request-ID recorded."""
 
     server: _RecordingServer
+    status, message = 503, "maintenance"
 
-    def do_GET(self) -> None:
+    def seen(self) -> None:
         self.server.seen.append((self.path, self.headers.get("X-Request-ID")))
-        body = b'{"message": "maintenance"}'
-        self.send_response(503)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 class _RecordingServer(ThreadingHTTPServer):
