@@ -107,8 +107,7 @@ def measure() -> list[dict[str, Any]]:
     def shown(path: str) -> tuple[int, int]:
         """The page's status, and how many rows its list shows (0 on other pages)."""
         response = client.get(path)
-        listing = response.context.get("cl") if response.context else None
-        return response.status_code, len(listing.result_list) if listing else 0
+        return response.status_code, response.content.count(b'name="_selected_action"')
 
     for label, path in admin_pages(get_user_model().objects.get(username="admin")):
         row = timed(lambda path=path: shown(path))

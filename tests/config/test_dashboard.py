@@ -18,6 +18,7 @@ import pytest
 import time_machine
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.core.cache import cache
 from django.core.management import call_command
 from django.db import connection
 from django.test import Client
@@ -395,13 +396,16 @@ def many_rows() -> None:
 
 
 def queries_of_the_page(client: Client) -> list[str]:
+    """The page's queries, with nothing kept in the cache (the past days' charges)."""
+    cache.clear()
     with CaptureQueriesContext(connection) as queries:
         assert client.get(INDEX).status_code == 200
     return [query["sql"] for query in queries.captured_queries]
 
 
 def test_the_page_costs_the_same_queries_with_few_rows_or_many(admin_client: Client) -> None:
-    """The home page runs as many queries with a month of rows as with none."""
+    """The home page runs as many queries with a month of rows as with none (and fewer when the
+    past days' charges are in the cache)."""
     admin_client.get(INDEX)  # the session and the user, as any later request has them
     empty = queries_of_the_page(admin_client)
     many_rows()
@@ -417,7 +421,27 @@ def test_every_query_of_the_dashboard_is_served_by_an_index(admin_user: Any) -> 
     many_rows()
     with CaptureQueriesContext(connection) as queries:
         owner_dashboard(user=admin_user)
-    assert len(queries.captured_queries) == 8
+    assert len(queries.captured_queries) == 10
     for query in queries.captured_queries:
         plan = plan_of(query["sql"])
         assert "Seq Scan" not in plan, f"{query['sql']}\n{plan}"
+
+
+def test_the_past_days_charges_are_kept_until_one_more_is_dated_before_today(
+    admin_user: Any,
+) -> None:
+    """The past days' charges are summed once and then read from the cache; a charge entry
+    dated before today that comes later is counted at once."""
+    many_rows()
+    cache.clear()
+    first = owner_dashboard(user=admin_user)
+    with CaptureQueriesContext(connection) as queries:
+        again = owner_dashboard(user=admin_user)
+    assert len(queries.captured_queries) == 9  # the past days' sum not run again
+    assert again.sales == first.sales
+
+    charge(timezone.now() - timedelta(days=3), "250.00")
+    later = owner_dashboard(user=admin_user)
+
+    assert first.sales is not None and later.sales is not None
+    assert later.sales.month.charged.amount == first.sales.month.charged.amount + Decimal("250")
