@@ -9,6 +9,7 @@ from django.db.models import Count, Min
 from prometheus_client import Counter
 
 from checkout.models import OrderMail, OrderMailKind
+from payments.metrics import GaugeValues, age_seconds
 
 MAILS_SENT = Counter(
     "shop_mails_sent_total", "Order mails the mail server took, by kind.", ["kind"]
@@ -34,8 +35,6 @@ def mail_failed(kind: str) -> None:
 
 # --- Gauges read from the database at scrape time ---------------------------------------------
 
-GaugeValues = dict[str, list[tuple[dict[str, str], float | int]]]
-
 DB_GAUGES = {
     "shop_mails_unsent": "Order mails due and not sent yet.",
     "shop_mails_unsent_oldest_seconds": "Age of the oldest order mail not sent yet (0 when "
@@ -48,9 +47,7 @@ def db_gauge_values(*, now: datetime) -> GaugeValues:
     unsent = OrderMail.objects.filter(sent_at=None).aggregate(
         count=Count("id"), oldest=Min("created_at")
     )
-    oldest = unsent["oldest"]
-    age = max((now - oldest).total_seconds(), 0.0) if oldest else 0.0
     return {
         "shop_mails_unsent": [({}, unsent["count"])],
-        "shop_mails_unsent_oldest_seconds": [({}, age)],
+        "shop_mails_unsent_oldest_seconds": [({}, age_seconds(now, unsent["oldest"]))],
     }

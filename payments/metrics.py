@@ -8,8 +8,10 @@ and the label values, always from short fixed sets, are decided here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import Count, Min, Q, Sum
 from prometheus_client import Counter, Histogram
@@ -109,7 +111,29 @@ def reconciliation_corrected() -> None:
 
 # --- Gauges read from the database at scrape time ---------------------------------------------
 
+# Per gauge name, its samples: (labels, value). Every app's `db_gauge_values` answers one.
 GaugeValues = dict[str, list[tuple[dict[str, str], Decimal | float | int]]]
+
+
+def age_seconds(now: datetime, oldest: datetime | None) -> float:
+    """How old `oldest` is at `now` (0 when there is none, never below 0)."""
+    return max((now - oldest).total_seconds(), 0.0) if oldest else 0.0
+
+
+def counts_by_state(
+    rows: Iterable[dict[str, Any]], *, label: str, states: Iterable[str], now: datetime,
+    count: str, oldest: str,
+) -> GaugeValues:  # fmt: skip
+    """From rows of (`label`, count, oldest), per state of `states`: gauge `count` and the age
+    of its oldest row, gauge `oldest` (0 and 0 for a state without rows)."""
+    found = {row[label]: row for row in rows}
+    values: GaugeValues = {count: [], oldest: []}
+    for state in states:
+        row, labels = found.get(state), {label: str(state)}
+        values[count].append((labels, row["count"] if row else 0))
+        values[oldest].append((labels, age_seconds(now, row["oldest"] if row else None)))
+    return values
+
 
 DB_GAUGES = {
     "shop_payment_attempts_in_flight": "Attempts without an answer to their create yet, by "
@@ -128,13 +152,12 @@ DB_GAUGES = {
 def db_gauge_values(*, now: datetime) -> GaugeValues:
     """Two queries, each read from an index whose rows are only those of live payments (in
     flight; authorized), however many payments the shop holds."""
-    in_flight = {
-        row["status"]: row
-        for row in Payment.objects.filter(status__in=IN_FLIGHT)
+    in_flight = (
+        Payment.objects.filter(status__in=IN_FLIGHT)
         .values("status")
         .annotate(count=Count("id"), oldest=Min("created_at"))
         .order_by()
-    }
+    )
     expiring = Q(authorization_expires_at__lte=now + timedelta(days=EXPIRY_WARNING_DAYS))
     held = Payment.objects.filter(status=PaymentStatus.AUTHORIZED).aggregate(
         held_count=Count("id"),
@@ -142,16 +165,11 @@ def db_gauge_values(*, now: datetime) -> GaugeValues:
         expiring_count=Count("id", filter=expiring),
         expiring_amount=Sum("amount", filter=expiring),
     )
-    values: GaugeValues = {
-        "shop_payment_attempts_in_flight": [],
-        "shop_payment_attempts_in_flight_oldest_seconds": [],
-    }
-    for status in IN_FLIGHT:
-        row = in_flight.get(status)
-        labels = {"status": str(status)}
-        values["shop_payment_attempts_in_flight"].append((labels, row["count"] if row else 0))
-        age = (now - row["oldest"]).total_seconds() if row else 0.0
-        values["shop_payment_attempts_in_flight_oldest_seconds"].append((labels, max(age, 0.0)))
+    values = counts_by_state(
+        in_flight, label="status", states=IN_FLIGHT, now=now,
+        count="shop_payment_attempts_in_flight",
+        oldest="shop_payment_attempts_in_flight_oldest_seconds",
+    )  # fmt: skip
     values["shop_authorizations_held"] = [({}, held["held_count"])]
     values["shop_authorizations_held_amount"] = [({}, held["held_amount"] or Decimal("0"))]
     values["shop_authorizations_expiring"] = [({}, held["expiring_count"])]

@@ -9,6 +9,7 @@ from datetime import datetime
 from django.db.models import Count, Min
 from prometheus_client import Counter, Histogram
 
+from payments.metrics import GaugeValues, age_seconds, counts_by_state
 from webhooks.models import WebhookEvent, WebhookState
 
 # From a coalesced refetch (seconds) to retries over an outage (many minutes).
@@ -46,7 +47,7 @@ def notifications_finished(received: Iterable[datetime], state: str, *, now: dat
     FINISHED.labels(state).inc(len(received))
     if state != WebhookState.FAILED:
         for received_at in received:
-            LAG.observe(max((now - received_at).total_seconds(), 0.0))
+            LAG.observe(age_seconds(now, received_at))
 
 
 def notifications_given_up(count: int) -> None:
@@ -55,8 +56,6 @@ def notifications_given_up(count: int) -> None:
 
 
 # --- Gauges read from the database at scrape time ---------------------------------------------
-
-GaugeValues = dict[str, list[tuple[dict[str, str], float | int]]]
 
 _LIVE = (WebhookState.RECEIVED, WebhookState.PROCESSING, WebhookState.FAILED)
 DB_GAUGES = {
@@ -69,18 +68,13 @@ DB_GAUGES = {
 
 def db_gauge_values(*, now: datetime) -> GaugeValues:
     """One query, read from the (state, received_at) index over the unfinished states only."""
-    rows = {
-        row["state"]: row
-        for row in WebhookEvent.objects.filter(state__in=_LIVE)
+    rows = (
+        WebhookEvent.objects.filter(state__in=_LIVE)
         .values("state")
         .annotate(count=Count("id"), oldest=Min("received_at"))
         .order_by()
-    }
-    values: GaugeValues = {name: [] for name in DB_GAUGES}
-    for state in _LIVE:
-        row = rows.get(state)
-        labels = {"state": str(state)}
-        values["shop_notifications"].append((labels, row["count"] if row else 0))
-        age = max((now - row["oldest"]).total_seconds(), 0.0) if row else 0.0
-        values["shop_notifications_oldest_seconds"].append((labels, age))
-    return values
+    )
+    return counts_by_state(
+        rows, label="state", states=_LIVE, now=now,
+        count="shop_notifications", oldest="shop_notifications_oldest_seconds",
+    )  # fmt: skip
