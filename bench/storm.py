@@ -35,6 +35,7 @@ def new_payment(capture_method: str) -> Any:
     from checkout.models import Order, new_reference
     from payments.calls.create import payment_send_create
     from payments.client import get_client
+    from payments.errors import PaymentOutcomeUnknown
     from payments.services import payment_attempt_store
 
     order = Order.objects.create(
@@ -45,13 +46,19 @@ def new_payment(capture_method: str) -> Any:
     token = get_client().create_card_token(
         number="4242424242424242", exp_month="12", exp_year="2031", cvv="123", holder_name="Ana"
     )
-    return payment_send_create(payment=payment_attempt_store(
+    payment = payment_attempt_store(
         external_reference=order.reference, attempt_key=uuid.uuid4().hex, amount=order.total,
         currency="MXN", description=f"Pedido {order.reference}", card_token=token.id,
         capture_method=capture_method, customer={"email": "ana@example.com"},
         prevention_data={"device_finger_print_token": "bench"},
         return_url="http://127.0.0.1:8000/", webhook_url="",
-    ))  # fmt: skip
+    )  # fmt: skip
+    for _ in range(4):  # as the create task does: an unknown outcome is sent again, same key
+        try:
+            return payment_send_create(payment=payment)
+        except PaymentOutcomeUnknown:
+            time.sleep(1)
+    return payment_send_create(payment=payment)
 
 
 def change_at_provider(payment: Any, index: int) -> None:

@@ -76,13 +76,11 @@ def _fetch(provider_id: str) -> ProviderPayment | None:
             return None
 
 
-def _amounts(payment: Payment) -> tuple[str, int, object, object]:
-    return (
-        payment.status,
-        payment.provider_version,
-        payment.captured_amount,
-        payment.refunded_amount,
-    )
+_AMOUNTS = ("status", "provider_version", "captured_amount", "refunded_amount")
+
+
+def _amounts(payment: Payment) -> tuple[object, ...]:
+    return tuple(getattr(payment, field) for field in _AMOUNTS)
 
 
 def payment_sync(*, provider_id: str) -> SyncResult:
@@ -108,7 +106,10 @@ def _reference_is_ours(reference: str) -> bool:
 
 
 def _held(provider_id: str) -> Payment | None:
-    return Payment.objects.filter(provider_id=provider_id).first()
+    """The payment held under this provider id, with just what `_apply_held` compares: the
+    apply locks and reads the whole row again (a notification's read of an unchanged payment
+    would otherwise load its snapshot twice)."""
+    return Payment.objects.filter(provider_id=provider_id).only(*_AMOUNTS).first()
 
 
 def _apply_held(held: Payment, remote: ProviderPayment) -> SyncResult:

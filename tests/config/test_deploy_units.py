@@ -19,6 +19,7 @@ from tests.support import ROOT
 UNITS = ROOT / "docs" / "deploy"
 GUIDE = (ROOT / "docs" / "deployment.md").read_text()
 VENV_BIN = "/srv/shop/.venv/bin/"
+PROCFILE = ROOT / "Procfile"
 
 
 def services() -> dict[str, configparser.ConfigParser]:
@@ -52,14 +53,24 @@ def test_every_unit_is_restarted_whenever_it_exits_and_never_given_up_on() -> No
         assert unit["Install"]["WantedBy"] == "shop.target", name
 
 
-def test_each_queue_has_its_worker_unit() -> None:
-    queues = set()
-    for unit in services().values():
-        command = unit["Service"]["ExecStart"].split()
+def _pools(commands: list[list[str]]) -> dict[str, str]:
+    """The pool each worker command runs its queue's tasks in."""
+    pools = {}
+    for command in commands:
         if " worker " in f" {' '.join(command)} ":
-            assert "--pool=threads" in command
-            queues.add(command[command.index("-Q") + 1])
-    assert queues == set(settings.CELERY_TASK_QUEUES)
+            pool = next(arg for arg in command if arg.startswith("--pool="))
+            pools[command[command.index("-Q") + 1]] = pool.removeprefix("--pool=")
+    return pools
+
+
+def test_each_queue_has_its_worker_unit_in_the_procfile_s_pool() -> None:
+    """Processes for the reads (busy in Python), threads for the writes and the shop's tasks
+    (waiting on the provider and the database): as the demo and the benchmarks run them."""
+    units = _pools([unit["Service"]["ExecStart"].split() for unit in services().values()])
+    procfile = _pools([line.split() for line in PROCFILE.read_text().splitlines()])
+    assert set(units) == set(settings.CELERY_TASK_QUEUES)
+    assert units == procfile
+    assert units[settings.CELERY_QUEUE_PROVIDER_READS] == "prefork"
 
 
 def test_systemd_accepts_the_units(tmp_path: Path) -> None:
