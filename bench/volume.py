@@ -32,6 +32,9 @@ from bench import runtime
 RUNS = 5
 NOISE_MS = 10
 STEADY = timedelta(minutes=10)  # a task's last run before the one measured
+# The owner's dashboard sums today's charges and the authorizations held: the day's work (3,308
+# charges today at a million orders a year, 3 at a thousand), not the tables' size.
+DAY_SUMS = ("home page",)
 
 
 def suffix(size: int) -> str:
@@ -171,6 +174,8 @@ def report(sizes: list[int], results: list[list[dict[str, Any]]], strict: bool) 
                 slack = max(slack, small["queries"] * items[1] / items[0] - small["queries"])
         # Under NOISE_MS at the large size, a ratio is the noise of a single run's timing.
         slow = ratio > 2.0 and large["ms"] >= NOISE_MS
+        if small["name"].startswith(DAY_SUMS):  # the same queries, over the day's rows
+            slow, note = False, "sums the day's work: queries judged"
         missed = abs(large["queries"] - small["queries"]) > slack or slow
         misses += missed
         figures = [small["queries"], large["queries"], f"{small['ms']:.1f}", f"{large['ms']:.1f}"]
