@@ -137,9 +137,11 @@ def ready_to_pay(urls: dict[str, str], row: str, count: int, at_once: int, timeo
 def load(urls: dict[str, str]) -> Iterator[dict[str, dict[str, float]]]:
     """The home page and the webhook receiver (valid notifications, 3 a payment as in the
     receiver bench) under closed-loop load while the block runs; the dict fills with wrk's
-    figures when it ends."""
+    figures when it ends. A connection a request: kept-alive connections would stay on the
+    server process that accepted them, and how the two loads' connections fell on its two
+    processes (not the brownout) would decide each load's share."""
     procs = {
-        name: runtime.wrk_start(urls[name], 3600, LOAD_CONNECTIONS, *args, threads=1,
+        name: runtime.wrk_start(urls[name], 3600, LOAD_CONNECTIONS, *args, "close", threads=1,
                                 timeout=LOAD_TIMEOUT)
         for name, args in (("home", ()), ("webhooks", ("0", "3")))
     }  # fmt: skip

@@ -1,13 +1,19 @@
 -- wrk script of the benchmarks; prints one `BENCH {json}` line. Arguments after `--`: none: GET;
 -- `DELAY_MS PER_PAYMENT`: random notifications, PER_PAYMENT a payment, DELAY_MS (mean) apart;
 -- `FILE N` (N threads of a connection): thread i posts lines i, i+N... once each (until 2xx).
+-- A last argument `close`: a new connection a request (the server places each request, not
+-- each connection, on one of its processes).
 local threads, mine, answered, delay_ms, per_payment, sent, payment = 0, nil, 0, 0, 1, 0, nil
-local get, headers = false, { ["Content-Type"] = "application/json" }
+local get, headers, get_headers = false, { ["Content-Type"] = "application/json" }, {}
 
 function setup(thread) thread:set("id", threads); threads = threads + 1 end
 
 function init(args)
   math.randomseed(os.time() * 1000 + id * 7919 + math.floor(os.clock() * 1000000))
+  if args[#args] == "close" then
+    args[#args] = nil
+    headers["Connection"], get_headers["Connection"] = "close", "close"
+  end
   get = not args[1]
   if args[1] and not tonumber(args[1]) then
     mine = {}
@@ -24,7 +30,7 @@ end
 local function hex(n) return string.format("%0" .. n .. "x", math.random(0, 16 ^ n - 1)) end
 
 function request()
-  if get then return wrk.format("GET") end
+  if get then return wrk.format("GET", nil, get_headers) end
   if mine then return wrk.format("POST", nil, headers, mine[math.min(answered + 1, #mine)]) end
   if sent % per_payment == 0 then
     payment = hex(8) .. "-" .. hex(4) .. "-4" .. hex(3) .. "-a" .. hex(3) .. "-" .. hex(12)
