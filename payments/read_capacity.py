@@ -8,7 +8,7 @@ night, most from noon to ten at night), each notification read once when it come
 and UPDATE are read together), and each payment then read at every step of
 `payments.read_schedule` (none of them finding a change, the most reads a payment can cost).
 The schedule's reads each minute are what the budget leaves after the notifications' reads,
-and at most what the provider-reads workers can do in the minute (`threads` reading one payment
+and at most what the provider-reads workers can do in the minute (`readers` reading one payment
 after the other, `latency` seconds a read). The schedule repeats every day once a payment's
 last step is past, so a few days from a full backlog-free start show the steady state.
 """
@@ -28,7 +28,7 @@ HOURLY = (
     1.9, 1.8, 1.6, 1.4, 1.3, 1.4, 1.6, 1.9, 2.0, 1.7, 1.1, 0.6,
 )  # fmt: skip
 DAY = 1440
-WORKER_THREADS = 4  # the Procfile's provider-reads threads (docs/deployment.md runs 8: more room)
+READERS = 4  # the Procfile's provider-reads processes (docs/deployment.md runs 8: more room)
 READ_LATENCY = 0.3  # seconds: a card provider's read across the internet, on the slow side
 TARGET_LATENESS = 60  # minutes: the schedule's reads are at most this late
 
@@ -56,14 +56,14 @@ def capacity(
     approved_per_day: int,
     *,
     budget: int | None = None,
-    threads: int = WORKER_THREADS,
+    readers: int = READERS,
     latency: float = READ_LATENCY,
     days: int = 4,
 ) -> Capacity:
     """The reads a day and the schedule's worst lateness at `approved_per_day` approvals a day,
     with `budget` reads a minute (PAYMENTS_PROVIDER_READS_PER_MINUTE)."""
     budget = budget or settings.PAYMENTS_PROVIDER_READS_PER_MINUTE
-    workers = threads * 60 * 0.8 / latency  # each check task within 80% of its minute
+    workers = readers * 60 * 0.8 / latency  # each check task within 80% of its minute
     arrivals = _arrivals(approved_per_day)
     steps = [int(step.total_seconds() // 60) for step in RECHECK_AFTER]
     due = [sum(arrivals[(m - step) % DAY] for step in steps) for m in range(DAY)]
@@ -112,7 +112,7 @@ def budget_table(volumes: tuple[int, ...] = (500, 5_000, 50_000)) -> tuple[list[
     budget = settings.PAYMENTS_PROVIDER_READS_PER_MINUTE
     rows = [
         f"read budget: {budget:,} reads a minute ({budget * DAY:,} a day); "
-        f"{WORKER_THREADS} reading threads, {READ_LATENCY:.1f} s a read",
+        f"{READERS} reading processes, {READ_LATENCY:.1f} s a read",
         f"{'approved/day':>12} {'notif reads':>12} {'sched reads':>12} {'of budget':>9} "
         f"{'busiest min':>11} {'worst late':>10}",
     ]

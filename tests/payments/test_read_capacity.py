@@ -34,7 +34,7 @@ def test_past_the_budget_the_schedule_falls_behind() -> None:
 
 def test_slow_reads_with_few_workers_fall_behind_within_the_budget() -> None:
     """The budget is not all: one thread at a second a read cannot keep 50,000 a day."""
-    assert capacity(50_000, threads=1, latency=1.0).worst_lateness > TARGET_LATENESS
+    assert capacity(50_000, readers=1, latency=1.0).worst_lateness > TARGET_LATENESS
 
 
 def test_the_table_reports_a_budget_too_small_as_a_miss(settings: Any) -> None:
