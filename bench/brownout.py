@@ -248,11 +248,11 @@ def baseline(urls: dict[str, str], when: str) -> dict[str, dict[str, float]]:
 
 
 def bracketed(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """The baseline the phases are judged against: the mean pace of the two, the worst of the
-    rest."""
+    """The baseline the phases are judged against: the mean pace of the two, their errors and
+    timeouts added up, the worst of the rest."""
     worst = {key: max(before[key], after[key]) for key in before}
-    return {**worst, "errors": before["errors"] + after["errors"],
-            "rps": (before["rps"] + after["rps"]) / 2}  # fmt: skip
+    added = {key: before[key] + after[key] for key in ("errors", "timeouts")}
+    return {**worst, **added, "rps": (before["rps"] + after["rps"]) / 2}
 
 
 def checks(base: dict[str, dict[str, float]], r: dict[str, Any]) -> list[list[object]]:
