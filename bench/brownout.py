@@ -135,11 +135,9 @@ def ready_to_pay(urls: dict[str, str], row: str, count: int, at_once: int, timeo
 
 @contextmanager
 def load(urls: dict[str, str]) -> Iterator[dict[str, dict[str, float]]]:
-    """The home page and the webhook receiver (valid notifications, 3 a payment as in the
-    receiver bench) under closed-loop load while the block runs; the dict fills with wrk's
-    figures when it ends. A connection a request: kept-alive connections would stay on the
-    server process that accepted them, and how the two loads' connections fell on its two
-    processes (not the brownout) would decide each load's share."""
+    """The home page and the webhook receiver (valid notifications, 3 a payment) under
+    closed-loop load, a new connection a request (docs/benchmarks.md), while the block runs;
+    the dict fills with wrk's figures when it ends."""
     procs = {
         name: runtime.wrk_start(urls[name], 3600, LOAD_CONNECTIONS, *args, "close", threads=1,
                                 timeout=LOAD_TIMEOUT)
@@ -227,19 +225,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "webhooks": shop + reverse("webhooks:payments", kwargs=token)}  # fmt: skip
         with load(urls):
             time.sleep(3)  # warm-up
-        figures["baselines"] = [baseline(urls, "before")]
+        # The load alone varies by up to 15% between windows: the phases are judged against
+        # the mean of the load alone before and after them.
+        before = baseline(urls, "before")
         figures["phases"] = [phase(urls, row, 0, args) for row in ROWS] + [
             phase(urls, row, count, args) for count in args.shoppers for row in ROWS
         ]
-        figures["baselines"].append(baseline(urls, "after"))
+        figures["baselines"] = [before, baseline(urls, "after")]
     figures["baseline"] = {name: bracketed(*(b[name] for b in figures["baselines"]))
-                           for name in figures["baselines"][0]}  # fmt: skip
+                           for name in before}  # fmt: skip
     return figures
 
 
 def baseline(urls: dict[str, str], when: str) -> dict[str, dict[str, float]]:
-    """The load alone for 10 s, the queues empty: before the phases and after them, since the
-    same load alone varies by up to 15% from one window to the next on two shared cores."""
     runtime.settle()
     with load(urls) as figures:
         time.sleep(10)
@@ -248,8 +246,7 @@ def baseline(urls: dict[str, str], when: str) -> dict[str, dict[str, float]]:
 
 
 def bracketed(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """The baseline the phases are judged against: the mean pace of the two, their errors and
-    timeouts added up, the worst of the rest."""
+    """The mean pace of the two, their errors and timeouts added up, the worst of the rest."""
     worst = {key: max(before[key], after[key]) for key in before}
     added = {key: before[key] + after[key] for key in ("errors", "timeouts")}
     return {**worst, **added, "rps": (before["rps"] + after["rps"]) / 2}
@@ -289,11 +286,8 @@ def report(figures: dict[str, Any]) -> tuple[str, list[list[object]]]:
     header = ["phase", "home req/s, slowest", "webhooks req/s, slowest", "load errors",
               "final outcomes", "answer p50 / max", "click -> final p50 / max",
               "shopper errors", "charged twice"]  # fmt: skip
-
-    def paces(name: str) -> str:
-        return " / ".join(f"{b[name]['rps']:.0f}" for b in figures["baselines"])
-
-    rows = [["baseline (mean of before / after)", *(f"{load_cell(base[n], n)} ({paces(n)})"
+    paces = {n: " / ".join(f"{b[n]['rps']:.0f}" for b in figures["baselines"]) for n in base}
+    rows = [["baseline (mean of before / after)", *(f"{load_cell(base[n], n)} ({paces[n]})"
              for n in base), errors(base), "", "", "", "", ""]]  # fmt: skip
     for r in figures["phases"]:
         answers = ", ".join(f"{code}: {n}" for code, n in sorted(r["answers"].items()))

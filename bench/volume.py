@@ -68,9 +68,6 @@ def filled(url: str, size: int, reuse: bool) -> None:
     print(f"{name}: filled with {size:,} orders in {time.monotonic() - started:.0f} s")
 
 
-# --- In the measuring process ------------------------------------------------------------------
-
-
 def timed(work: Callable[[], Any], before: Callable[[], None] = lambda: None) -> dict[str, Any]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -143,9 +140,6 @@ def measure() -> list[dict[str, Any]]:
         print("ROW " + json.dumps(rows[-1], default=str), file=sys.stderr, flush=True)
     traveller.stop()
     return rows
-
-
-# --- The run ------------------------------------------------------------------------------------
 
 
 def report(sizes: list[int], results: list[list[dict[str, Any]]], strict: bool) -> int:

@@ -1,8 +1,7 @@
 -- wrk script of the benchmarks; prints one `BENCH {json}` line. Arguments after `--`: none: GET;
 -- `DELAY_MS PER_PAYMENT`: random notifications, PER_PAYMENT a payment, DELAY_MS (mean) apart;
 -- `FILE N` (N threads of a connection): thread i posts lines i, i+N... once each (until 2xx).
--- A last argument `close`: a new connection a request (the server places each request, not
--- each connection, on one of its processes).
+-- A last argument `close`: a new connection for each request.
 local threads, mine, answered, delay_ms, per_payment, sent, payment = 0, nil, 0, 0, 1, 0, nil
 local get, headers, get_headers = false, { ["Content-Type"] = "application/json" }, {}
 
