@@ -25,6 +25,10 @@ FINISHED = [WebhookState.PROCESSED, WebhookState.UNMATCHED]
 # The start of `last_error` of the notifications a task gave up on because the provider could
 # not be reached: the relay tries them again by itself.
 GAVE_UP = "Gave up after retries: "
+# The `last_error` of a notification for an unknown payment whose lookup went over the minute's
+# budget (WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE): it is received again, and the relay brings it
+# back no faster than the budget can look it up.
+DEFERRED = "Deferred: too many notifications for unknown payments; it is looked up later."
 # Failed notifications: given up on while the provider could not be reached (the relay tries
 # them again by itself), and the others, left for staff to retry.
 GIVEN_UP = models.Q(state=WebhookState.FAILED, last_error__startswith=GAVE_UP)

@@ -23,12 +23,10 @@ from payments.errors import PaymentError, PaymentInProgress, ProviderDown
 from payments.models import Payment
 from payments.reconciliation import SyncOutcome, payment_sync
 from webhooks.metrics import notifications_finished, notifications_given_up
-from webhooks.models import GAVE_UP, WebhookEvent, WebhookState
+from webhooks.models import DEFERRED, GAVE_UP, WebhookEvent, WebhookState
 from webhooks.queue import unmark_queued
 
 logger = logging.getLogger(__name__)
-
-DEFERRED = "Deferred: too many notifications for unknown payments; it is looked up later."
 
 
 class ProcessOutcome(StrEnum):

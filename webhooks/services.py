@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from webhooks.metrics import notification_received
-from webhooks.models import GAVE_UP, WebhookEvent, WebhookState
+from webhooks.models import DEFERRED, GAVE_UP, WebhookEvent, WebhookState
 from webhooks.notifications import Notification
 from webhooks.queue import enqueue_processing, queue_now
 
@@ -83,7 +83,9 @@ def webhook_relay(
     (`_failed_wait`) is over: nothing waits for staff. Rows are locked with SKIP LOCKED, so
     relays running at once share the work. Two indexed selects and one update however many
     rows: failed events left for staff, or still waiting their turn, are not read at all.
-    Returns how many events were relayed."""
+    Events deferred over the budget of unknown ids' lookups are queued no faster than that
+    budget looks them up (the rest would only be deferred again): those over it wait for a
+    later run, as if relayed. Returns how many events were queued."""
     now = now or timezone.now()
     if older_than is None:
         older_than = timedelta(seconds=settings.WEBHOOKS_RELAY_AFTER)
@@ -101,7 +103,7 @@ def webhook_relay(
         rows = list(
             locked.filter(left_behind)
             .order_by("received_at", "pk")
-            .values_list("pk", "provider_payment_id")[:limit]
+            .values_list("pk", "provider_payment_id", "state", "last_error")[:limit]
         )
         # Given up on, the longest waiting first. (Apart from the rows above, so that failed
         # rows never crowd them out.)
@@ -110,16 +112,33 @@ def webhook_relay(
                 locked.filter(given_up)
                 .filter(_failed_wait_over(now))
                 .order_by("processed_at", "pk")
-                .values_list("pk", "provider_payment_id")[: limit - len(rows)]
+                .values_list("pk", "provider_payment_id", "state", "last_error")[
+                    : limit - len(rows)
+                ]
             )
         if not rows:
             return 0
-        WebhookEvent.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+        WebhookEvent.objects.filter(pk__in=[pk for pk, *_ in rows]).update(
             state=WebhookState.RECEIVED, task_id="", relayed_at=now, processed_at=None
         )
-        _requeue_on_commit(payment_id for _, payment_id in rows)
-    logger.info("relayed %d webhook event(s)", len(rows))
-    return len(rows)
+        queued = _within_lookups(rows)
+        _requeue_on_commit(queued)
+    logger.info("relayed %d webhook event(s)", len(queued))
+    return len(queued)
+
+
+def _within_lookups(rows: list[tuple[int, str, str, str]]) -> list[str]:
+    """The payment ids to queue for `rows`: every one, but of the events deferred over the
+    budget of unknown ids' lookups only as many as the budget looks up between two relays."""
+    per_run = settings.WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE * settings.WEBHOOKS_RELAY_EVERY // 60
+    left, queued = max(1, per_run), []
+    for _, payment_id, state, error in rows:
+        if state == WebhookState.RECEIVED and error == DEFERRED:
+            if left == 0:
+                continue
+            left -= 1
+        queued.append(payment_id)
+    return queued
 
 
 def webhook_events_retry(*, events: Iterable[WebhookEvent], replay: bool = False) -> int:

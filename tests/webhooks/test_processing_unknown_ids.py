@@ -238,19 +238,40 @@ def test_lookups_of_unknown_ids_are_bounded_per_minute_and_the_rest_wait(
     assert provider_gets[-1] == known.provider_id
     assert [e.state for e in events(known_rows)] == [WebhookState.PROCESSED]
 
-    # When the relay runs a minute later
+    # When the relay runs a minute later, with a notification of a known payment that the
+    # broker never got, received after the deferred ones
     clock.now += 60
+    lost = PaymentFactory(provider=provider)
+    notify(lost.provider_id, received_at=timezone.now())
+    later = timezone.now() + timedelta(minutes=1)
     with django_capture_on_commit_callbacks(execute=True):
-        relayed = webhook_relay(older_than=timedelta(0), now=timezone.now() + timedelta(minutes=1))
+        relayed = webhook_relay(older_than=timedelta(seconds=30), now=later)
 
-    # Then the seven deferred rows are queued again
-    assert relayed == 7
+    # Then it is queued, and of the seven deferred only the three the budget can look up in
+    # the minute, the longest waiting first: the others would only be deferred again
+    assert relayed == 4
     queued = take_queued(celery_app)
-    assert sorted(args[0] for _, args in queued) == sorted(unknown[3:])
+    assert sorted(args[0] for _, args in queued) == sorted([*unknown[3:6], lost.provider_id])
     assert {name for name, _ in queued} == {PROCESS_TASK}
 
-    # And the next minute's budget looks up three more of them
-    later = [webhook_process(payment_id=pid, task_id=f"again-{pid}") for pid in unknown[3:]]
-    assert later == [ProcessOutcome.UNMATCHED] * 3 + [ProcessOutcome.DEFERRED] * 4
-    assert len(provider_gets) == 3 + 1 + 3
+    # And the tasks read the known payment, and the next minute's budget looks up those three
+    assert webhook_process(payment_id=lost.provider_id, task_id="lost") == (
+        ProcessOutcome.PROCESSED
+    )
+    again = [webhook_process(payment_id=pid, task_id=f"again-{pid}") for pid in unknown[3:6]]
+    assert again == [ProcessOutcome.UNMATCHED] * 3
+    assert len(provider_gets) == 3 + 1 + 1 + 3
     assert WebhookEvent.objects.get(pk=rows[unknown[3]]).state == WebhookState.UNMATCHED
+
+    # And the runs that follow queue the four left, three a minute, each looked up in its turn
+    for minute, expected in ((2, unknown[6:9]), (3, unknown[9:])):
+        clock.now += 60
+        with django_capture_on_commit_callbacks(execute=True):
+            webhook_relay(older_than=timedelta(seconds=30), now=later + timedelta(minutes=minute))
+        queued_ids = sorted(args[0] for _, args in take_queued(celery_app))
+        assert queued_ids == sorted(expected)
+        for pid in queued_ids:
+            assert webhook_process(payment_id=pid, task_id=f"{minute}-{pid}") == (
+                ProcessOutcome.UNMATCHED
+            )
+    assert not WebhookEvent.objects.filter(state=WebhookState.RECEIVED).exists()
