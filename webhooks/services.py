@@ -100,36 +100,37 @@ def webhook_relay(
     given_up = Q(state=WebhookState.FAILED, last_error__startswith=GAVE_UP)
     with transaction.atomic():
         locked = WebhookEvent.objects.select_for_update(skip_locked=True)
-        rows = list(
+        lost = list(
             locked.filter(left_behind)
             .order_by("received_at", "pk")
             .values_list("pk", "provider_payment_id", "state", "last_error")[:limit]
         )
         # Given up on, the longest waiting first. (Apart from the rows above, so that failed
         # rows never crowd them out.)
-        if len(rows) < limit:
-            rows += list(
+        retried: list[tuple[int, str]] = []
+        if len(lost) < limit:
+            retried = list(
                 locked.filter(given_up)
                 .filter(_failed_wait_over(now))
                 .order_by("processed_at", "pk")
-                .values_list("pk", "provider_payment_id", "state", "last_error")[
-                    : limit - len(rows)
-                ]
+                .values_list("pk", "provider_payment_id")[: limit - len(lost)]
             )
-        if not rows:
+        pks = [pk for pk, *_ in lost] + [pk for pk, _ in retried]
+        if not pks:
             return 0
-        WebhookEvent.objects.filter(pk__in=[pk for pk, *_ in rows]).update(
+        WebhookEvent.objects.filter(pk__in=pks).update(
             state=WebhookState.RECEIVED, task_id="", relayed_at=now, processed_at=None
         )
-        queued = _within_lookups(rows)
+        queued = _within_lookups(lost) + [payment_id for _, payment_id in retried]
         _requeue_on_commit(queued)
     logger.info("relayed %d webhook event(s)", len(queued))
     return len(queued)
 
 
 def _within_lookups(rows: list[tuple[int, str, str, str]]) -> list[str]:
-    """The payment ids to queue for `rows`: every one, but of the events deferred over the
-    budget of unknown ids' lookups only as many as the budget looks up between two relays."""
+    """The payment ids to queue for `rows` (pk, payment id, state, last error) left behind:
+    every one, but of the events deferred over the budget of unknown ids' lookups only as many
+    as the budget looks up between two relays."""
     per_run = settings.WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE * settings.WEBHOOKS_RELAY_EVERY // 60
     left, queued = max(1, per_run), []
     for _, payment_id, state, error in rows:
