@@ -280,8 +280,9 @@ class OrderMail(models.Model):
     sent_at = models.DateTimeField(_("sent"), null=True, blank=True)
     # What the customer was told, as sent (the plain-text part), for staff: kept
     # SHOP_MAIL_KEEP_DAYS after sending, then blanked (checkout.services.retention).
-    subject = models.CharField(_("subject"), max_length=255, blank=True)
-    body = models.TextField(_("text"), blank=True)
+    # Database defaults: the release before these columns inserts mails without them.
+    subject = models.CharField(_("subject"), max_length=255, blank=True, default="", db_default="")
+    body = models.TextField(_("text"), blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -167,7 +167,10 @@ class Payment(models.Model):
     # asked for), `checks_done` of them found nothing new; the next is due at `next_check_at`
     # (none when the schedule is over or the payment is settled).
     checks_from = models.DateTimeField(_("checks counted from"), null=True, blank=True)
-    checks_done = models.PositiveSmallIntegerField(_("checks without news"), default=0)
+    # A database default: the release before the schedule inserts payments without it.
+    checks_done = models.PositiveSmallIntegerField(
+        _("checks without news"), default=0, db_default=0
+    )
     next_check_at = models.DateTimeField(_("next check"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
@@ -206,6 +209,12 @@ class Payment(models.Model):
                 fields=["next_check_at"],
                 name="payment_check_due",
                 condition=models.Q(next_check_at__isnull=False),
+            ),
+            # Payments written without a schedule (by the release before it), newest first.
+            models.Index(
+                fields=["-updated_at"],
+                name="payment_unscheduled",
+                condition=models.Q(checks_from__isnull=True, provider_id__isnull=False),
             ),
             # The sweep of creates waiting to be sent (payments.selectors).
             models.Index(

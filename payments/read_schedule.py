@@ -12,9 +12,11 @@ The reads themselves share the provider read budget (`payments.read_budget`).
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from payments.models import Payment, PaymentStatus
@@ -106,3 +108,39 @@ def schedule_from_last_change(cursor: Any, table: str, *, now: datetime | None =
             """,  # noqa: S608 (the table's name is the model's, never input)
             [list(steps), moment, statuses, moment, steps[-1]],
         )
+
+
+SCHEDULE_BATCH = 500
+
+
+def schedule_unscheduled(
+    *, now: datetime | None = None, batch: int = SCHEDULE_BATCH, seconds: float = 5.0
+) -> int:
+    """Give the payments written without a schedule (by the release before it, which knows
+    nothing of it) the next step counted from their last change, the steps already past
+    skipped; a settled one, or one past its last step, gets an empty schedule. In batches of
+    `batch`, newest first, each its own short transaction, until a batch ends past `seconds`:
+    idempotent, and resumed by the next run where this one stopped. How many were scheduled."""
+    moment = now or timezone.now()
+    started, done = time.monotonic(), 0
+    while True:
+        with transaction.atomic():
+            payments = list(
+                Payment.objects.filter(checks_from__isnull=True, provider_id__isnull=False)
+                .order_by("-updated_at")
+                .select_for_update(skip_locked=True)
+                .only("pk", "status", "provider_id", "updated_at", *SCHEDULE_FIELDS)[:batch]
+            )
+            for payment in payments:
+                _from_last_change(payment, now=moment)
+            Payment.objects.bulk_update(payments, SCHEDULE_FIELDS)
+        done += len(payments)
+        if len(payments) < batch or time.monotonic() - started >= seconds:
+            return done
+
+
+def _from_last_change(payment: Payment, *, now: datetime) -> None:
+    steps = offsets(payment.status)
+    since = payment.updated_at
+    done = next((i for i, step in enumerate(steps) if since + step > now), len(steps))
+    _set(payment, since=since, done=done)

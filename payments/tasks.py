@@ -14,9 +14,17 @@ from payments.calls.create import payment_send_create
 from payments.calls.refresh import payment_refresh
 from payments.errors import PaymentError, PaymentOutcomeUnknown
 from payments.models import Payment
+from payments.read_schedule import schedule_unscheduled
 from payments.reconciliation import authorizations_watch, payments_check, payments_reconcile
 from payments.selectors import payments_waiting_to_send
 from payments.staff.runs import staff_action_run, staff_actions_requeue
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def payments_schedule_task() -> int:
+    """Give the payments written without a read schedule theirs, a few batches a run (beat);
+    how many."""
+    return schedule_unscheduled()
 
 
 @shared_task(acks_late=True, ignore_result=True)

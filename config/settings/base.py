@@ -102,6 +102,26 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+# PostgreSQL through django-pg-zero-downtime-migrations: the same backend for queries, and for
+# migrations one that keeps the running release serving (docs/deployment.md, "Upgrading"). Every
+# statement that takes a table lock waits at most MIGRATIONS_LOCK_TIMEOUT for it and runs at most
+# MIGRATIONS_STATEMENT_TIMEOUT (the long, lock-free ones, such as CREATE INDEX CONCURRENTLY, have
+# no limit); a migration that could not take its lock is tried again by `manage.py migrate`
+# (payments/management/commands/migrate.py). An operation that would stop the previous release
+# (a NOT NULL column without a database default, a renamed column or table, a changed column
+# type) is refused, in tests as in production; what is applied is idempotent, so a migration
+# interrupted half-way is applied again from where it stopped.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["ENGINE"] = "django_zero_downtime_migrations.backends.postgres"
+ZERO_DOWNTIME_MIGRATIONS_LOCK_TIMEOUT = env_str("MIGRATIONS_LOCK_TIMEOUT", "2s")
+ZERO_DOWNTIME_MIGRATIONS_STATEMENT_TIMEOUT = env_str("MIGRATIONS_STATEMENT_TIMEOUT", "5s")
+ZERO_DOWNTIME_MIGRATIONS_FLEXIBLE_STATEMENT_TIMEOUT = True
+ZERO_DOWNTIME_MIGRATIONS_RAISE_FOR_UNSAFE = True
+ZERO_DOWNTIME_MIGRATIONS_IDEMPOTENT_SQL = True
+# How many times `migrate` tries again a migration that could not take its lock in time, and
+# the longest pause between two tries (seconds; it doubles from 1 s, with jitter).
+MIGRATIONS_LOCK_RETRIES = env_int("MIGRATIONS_LOCK_RETRIES", 10)
+MIGRATIONS_LOCK_RETRY_MAX_WAIT = env_int("MIGRATIONS_LOCK_RETRY_MAX_WAIT", 30)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Redis as broker and cache when REDIS_URL is set; otherwise an embedded broker
@@ -266,6 +286,13 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "payments.tasks.payments_reconcile_task",
         "schedule": float(PAYMENTS_RECONCILE_EVERY),
         "options": {"expires": PAYMENTS_RECONCILE_EVERY * 0.9},
+    },
+    # Payments written without a read schedule (by the release before it) get theirs, in
+    # batches (payments.read_schedule.schedule_unscheduled).
+    "payments-schedule": {
+        "task": "payments.tasks.payments_schedule_task",
+        "schedule": 300.0,
+        "options": {"expires": 270.0},
     },
     "payments-send-waiting": {
         "task": "payments.tasks.payments_send_waiting_task",

@@ -34,7 +34,7 @@ if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("dj
 # SQLite only when explicitly allowed (a single-machine trial), never by a forgotten variable.
 _engine = base.DATABASES["default"]["ENGINE"]
 _sqlite_allowed = env_bool("DJANGO_ALLOW_SQLITE", False)
-if _engine != "django.db.backends.postgresql" and not (
+if _engine != "django_zero_downtime_migrations.backends.postgres" and not (
     _engine == "django.db.backends.sqlite3" and _sqlite_allowed
 ):
     _problems.append(

@@ -26,7 +26,7 @@ def test_database_url_selects_postgresql(tmp_path: Path) -> None:
     found = settings_of(
         "config.settings.local", tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:5432/shopdb"
     )
-    assert found["engine"] == "django.db.backends.postgresql"
+    assert found["engine"] == "django_zero_downtime_migrations.backends.postgres"
     assert found["name"] == "shopdb"
 
 

@@ -92,7 +92,7 @@ def test_production_settings_come_from_the_environment(tmp_path: Path) -> None:
     assert found["default"] == {
         "error": None,
         "debug": False,
-        "engine": "django.db.backends.postgresql",
+        "engine": "django_zero_downtime_migrations.backends.postgres",
         "broker": "redis://redis.internal:6379/0",
         "hosts": ["tienda.example", "www.tienda.example"],
         "origins": ["https://tienda.example"],

@@ -288,3 +288,38 @@ def test_payments_written_without_a_schedule_get_their_next_step(provider: Api) 
     assert approved.next_check_at == approved.updated_at + timedelta(days=3)
     assert Payment.objects.get(pk=old.pk).next_check_at is None
     assert Payment.objects.get(pk=rejected.pk).next_check_at is None
+
+
+def test_payments_written_by_the_previous_release_get_a_schedule_in_batches(
+    provider: Api,
+) -> None:
+    """The release before the schedule writes payments without one: the `payments-schedule`
+    beat task gives each the next step from its last change, a batch at a time (a run stopped
+    half-way is resumed by the next), and leaves the scheduled ones alone."""
+    from payments.read_schedule import schedule_unscheduled
+    from payments.tasks import payments_schedule_task
+
+    recent, older, rejected, scheduled = (PaymentFactory(provider=provider) for _ in range(4))
+    now = timezone.now()
+    unscheduled = Payment.objects.exclude(pk=scheduled.pk)
+    unscheduled.update(checks_from=None, checks_done=0, next_check_at=None)
+    Payment.objects.filter(pk=recent.pk).update(updated_at=now - timedelta(hours=2))
+    Payment.objects.filter(pk=older.pk).update(updated_at=now - timedelta(days=2))
+    Payment.objects.filter(pk=rejected.pk).update(status=PaymentStatus.REJECTED)
+    before = Payment.objects.values_list("checks_from", "next_check_at").get(pk=scheduled.pk)
+
+    assert schedule_unscheduled(batch=2, seconds=0) == 2  # one batch, then the time is up
+    assert unscheduled.filter(checks_from__isnull=True).count() == 1
+    assert payments_schedule_task() == 1  # the next run takes the rest
+    assert schedule_unscheduled() == 0
+
+    recent.refresh_from_db()
+    assert recent.checks_done == 1  # 1 h is past: the next read is 6 h after its last change
+    assert recent.next_check_at == recent.updated_at + timedelta(hours=6)
+    older.refresh_from_db()
+    assert older.checks_done == 3
+    assert older.next_check_at == older.updated_at + timedelta(days=3)
+    rejected.refresh_from_db()
+    assert rejected.checks_from == rejected.updated_at and rejected.next_check_at is None
+    after = Payment.objects.values_list("checks_from", "next_check_at").get(pk=scheduled.pk)
+    assert after == before
