@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 export SHOP_PORT ?= 8000
 export SANDBOX_PORT ?= 8001
 
-.PHONY: demo sandbox test lint install migrate seed clean bench soak volume
+.PHONY: demo sandbox test lint install migrate seed clean bench soak volume release-check
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -96,3 +96,14 @@ clean:
 ## every process must stay alive and every order end right (tools/soak.py).
 soak: install
 	$(BIN)/python -m tools.soak $(SOAK_ARGS)
+
+## The new release deployed while the previous one serves (docs/deployment.md, "Upgrading"): the
+## previous release (PREVIOUS=<commit or tag>, else the newest in CHANGELOG.md) runs from a clone
+## of its own under shoppers, staff and notifications; this tree's migrations are applied, then
+## its processes replace the previous ones one by one. Fails on any 5xx or unanswered request,
+## any error in the processes' logs, or any order that does not end right. A database and a
+## Redis db of its own (emptied). Options: RELEASE_CHECK_ARGS (e.g. --seconds 60).
+release-check: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/shop_release_check
+release-check: export REDIS_URL ?= redis://127.0.0.1:6379/8
+release-check: install
+	$(BIN)/python -m tools.release_check $(if $(PREVIOUS),--previous $(PREVIOUS)) $(RELEASE_CHECK_ARGS)
