@@ -65,7 +65,10 @@ def previous_release(asked: str) -> str:
     """The commit of `asked` (a commit or a tag), else of the newest release CHANGELOG.md names
     that is an ancestor of this tree's commit and not the commit itself."""
     if asked:
-        return git("rev-parse", "--verify", f"{asked}^{{commit}}")
+        try:
+            return git("rev-parse", "--verify", "--quiet", f"{asked}^{{commit}}")
+        except subprocess.CalledProcessError:
+            raise SystemExit(f"PREVIOUS={asked} is no commit or tag of this repository.") from None
     head = git("rev-parse", "HEAD")
     for line in (ROOT / "CHANGELOG.md").read_text().splitlines():
         found = re.match(r"^## .*?\bcommit ([0-9a-f]{7,40})\b", line)
