@@ -243,25 +243,15 @@ class Check:
         self.previous.manage(self.base, "seed_demo", log=log)
         with psycopg.connect(self.args.database_url, autocommit=True) as conn:
             conn.execute("UPDATE checkout_product SET stock = 100000")  # shelves for the run
+        shutil.rmtree(WORK / "sandbox", ignore_errors=True)  # a provider with no payments yet
         sandbox_env = {
             "SANDBOX_VAR_DIR": str(WORK / "sandbox"),
             "SANDBOX_LOG_LEVEL": "WARNING",
             "SANDBOX_PUBLIC_KEY": SECRET[0],
             "SANDBOX_SECRET_KEY": SECRET[1],
         }
-        self.deployment.start(
-            "sandbox",
-            self.new,
-            [
-                self.new.python(),
-                "-m",
-                "sandbox.manage",
-                "runsandbox",
-                "--port",
-                str(self.sandbox_port),
-            ],
-            **sandbox_env,
-        )
+        provider = ["-m", "sandbox.manage", "runsandbox", "--port", str(self.sandbox_port)]
+        self.deployment.start("sandbox", self.new, [self.new.python(), *provider], **sandbox_env)
         wait_healthy(f"{self.sandbox}/healthz")
         proxy = Proxy(self.proxy_port, self.web(self.previous))
         proxy.start()
