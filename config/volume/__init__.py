@@ -104,6 +104,12 @@ def fill(
             # (the tail's own are due: the same few at every size).
             with connection.cursor() as cursor:
                 schedule_from_last_change(cursor, Payment._meta.db_table, now=now)
+                # The rest have had their schedule already (the `payments-schedule` task finds
+                # none left, as in a shop that has run the schedule for a year).
+                cursor.execute(
+                    f"UPDATE {Payment._meta.db_table} SET checks_from = updated_at"  # noqa: S608
+                    " WHERE checks_from IS NULL AND provider_id IS NOT NULL"
+                )
             progress(f"  indexes ({time.monotonic() - started:.0f} s)")
         tail.fill_tail(seed=seed, now=now, actor=actor)
         history.reset_sequences()

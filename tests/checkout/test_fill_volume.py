@@ -113,6 +113,16 @@ def test_every_schedule_finds_work_in_flight() -> None:
     assert len(orders_out_of_step()) >= 4
 
 
+def test_every_payment_has_had_its_read_schedule() -> None:
+    """As in a shop that has run the schedule for a year: the `payments-schedule` task finds no
+    payment written without one."""
+    from payments.read_schedule import schedule_unscheduled
+
+    fill(30)
+    assert Payment.objects.exclude(provider_id=None).filter(checks_from=None).count() == 0
+    assert schedule_unscheduled() == 0
+
+
 def test_refuses_a_database_with_orders_unless_added_to() -> None:
     """Given a database with an order, fill_volume refuses it and writes nothing; with --add,
     it adds a year's worth without clashing with what is there."""
