@@ -1,6 +1,6 @@
 """Every page of the storefront describes itself to search engines and link previews
 (`<meta name="description">`) in the shopper's language; a product's page with the product's own
-description."""
+description. (The error pages' descriptions: tests/config/test_error_pages.py.)"""
 
 from __future__ import annotations
 
