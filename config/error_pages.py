@@ -1,11 +1,15 @@
-"""The shop's own answers to a page that does not exist (404) and a server error (500), in the
-shop's look and the visitor's language.
+"""The shop's own answers to a page that does not exist (404), a server error (500) and a database
+that cannot be reached (503 with `Retry-After`), in the shop's look and the visitor's language.
 
-The pages need nothing from the database (no session, no user, no messages), so they render
-whatever failed.
+Django turns an exception raised by a view, or by a middleware (the session's or the user's,
+which read the database), into a response through `handler500`, which it calls while that
+exception is being handled: `server_error` reads it there. The pages need nothing from the
+database (no session, no user, no messages), so they render while it is away.
 """
 
 from __future__ import annotations
+
+import sys
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -17,7 +21,8 @@ from django_guid import get_guid
 from rest_framework import exceptions
 from rest_framework.views import APIView
 
-from config.api import error_body
+from config.api import ServiceUnavailable, error_body
+from config.db_errors import database_unavailable
 
 
 class ServerError(exceptions.APIException):
@@ -32,9 +37,14 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """handler500: the shop's 500, in JSON, in the shape of the shop's JSON errors, for its
-    JSON endpoints; a page otherwise (the admin's included)."""
-    response = _answer(request, ServerError(), "500.html")
+    """handler500: 503 with `Retry-After` when the exception being handled says the database
+    cannot be reached (database_unavailable), else the shop's 500. Each in JSON, in the shape of
+    the shop's JSON errors, for its JSON endpoints; a page otherwise (the admin's included)."""
+    if database_unavailable(sys.exc_info()[1]):
+        response = _answer(request, ServiceUnavailable(), "503.html")
+        response["Retry-After"] = str(settings.DATABASE_RETRY_AFTER)
+    else:
+        response = _answer(request, ServerError(), "500.html")
     add_never_cache_headers(response)
     return response
 
