@@ -52,6 +52,12 @@ PAYMENT_ID = OpenApiParameter(
     "Absent or empty: the latest attempt.",
 )
 NOT_FOUND = OpenApiResponse(ERROR, "No such order, or not one this browser session placed.")
+# Answered by the project's error handler (config/error_pages.py), whatever the endpoint.
+UNAVAILABLE = OpenApiResponse(
+    ERROR,
+    "The shop's database cannot be reached for a moment (`unavailable`): ask again after the "
+    "seconds of the `Retry-After` header.",
+)
 # Django's own pages, answered before the view: the CSRF check, and a multipart body that it
 # cannot read while looking for the CSRF token.
 CSRF_FAILURE = {
@@ -114,6 +120,7 @@ class PayAttemptView(JSONAPIView):
             413: OpenApiResponse(ERROR, "The body is over 4096 bytes."),
             415: ERROR,
             429: OpenApiResponse(ERROR, "Too many payment attempts (session, address or order)."),
+            503: UNAVAILABLE,
             **CSRF_FAILURE,
         },
         auth=SHOPPER,
@@ -162,7 +169,12 @@ class PayAttemptView(JSONAPIView):
 
 STATUS = {
     "parameters": [REFERENCE, PAYMENT_ID],
-    "responses": {200: PaymentOutcomeSerializer, 404: NOT_FOUND, **CSRF_FAILURE},
+    "responses": {
+        200: PaymentOutcomeSerializer,
+        404: NOT_FOUND,
+        503: UNAVAILABLE,
+        **CSRF_FAILURE,
+    },
     "tags": ["checkout"],
 }
 

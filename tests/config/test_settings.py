@@ -67,3 +67,25 @@ def test_production_starts_with_a_secret_key(tmp_path: Path) -> None:
     env = {k: v for k, v in PRODUCTION_ENV.items() if k != "DJANGO_SETTINGS_MODULE"}
     found = settings_of("config.settings.production", tmp_path, **env)
     assert found["debug"] is False
+
+
+RETRY_AFTER_PROBE = """
+import json, django
+from django.conf import settings
+django.setup()
+print(json.dumps({"retry_after": settings.DATABASE_RETRY_AFTER}))
+"""
+
+
+def test_the_retry_after_of_a_database_outage_comes_from_the_environment(tmp_path: Path) -> None:
+    """DATABASE_RETRY_AFTER is the Retry-After (seconds) of the 503s answered while the database
+    cannot be reached: 5 by default; below 1 the settings refuse to load, naming it."""
+    probe = RETRY_AFTER_PROBE
+    assert settings_of("config.settings.local", tmp_path, probe=probe)["retry_after"] == 5
+    found = settings_of("config.settings.local", tmp_path, probe=probe, DATABASE_RETRY_AFTER="12")
+    assert found["retry_after"] == 12
+    refused = load_settings(
+        "config.settings.local", tmp_path, probe=probe, DATABASE_RETRY_AFTER="0"
+    )
+    assert refused.returncode != 0
+    assert "DATABASE_RETRY_AFTER" in refused.stderr
