@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import requests
 
-from tools.soak import ADMIN, CARDS, CHALLENGE_CODES, CUSTOMER, PUBLIC_KEY, WEBHOOK_TOKEN
+from tools.soak import ADMIN, CARDS, CUSTOMER, WEBHOOK_TOKEN, answer_challenge, card_token
 
 ADMIN_PAGES = ("/admin/", "/admin/checkout/order/", "/admin/payments/payment/",
                "/admin/webhooks/webhookevent/")  # fmt: skip
@@ -132,13 +132,8 @@ class Traffic:
             self.counts.outcomes[outcome] += 1
 
     def _pay(self, http: requests.Session, reference: str, card: str, rng: random.Random) -> str:
-        token = requests.post(
-            f"{self.sandbox}/card_tokens", headers={"Authorization": f"Bearer {PUBLIC_KEY}"},
-            json={"card": {"number": card, "exp_month": "12", "exp_year": "2031", "cvv": "123",
-                           "holder_name": "LUCIA RELEASE"}}, timeout=30,
-        ).json()["id"]  # fmt: skip
-        body = {"card_token": token, "attempt_id": uuid.uuid4().hex, "session_id": "release",
-                "user_agent": "release-check"}  # fmt: skip
+        body = {"card_token": card_token(self.sandbox, card), "attempt_id": uuid.uuid4().hex,
+                "session_id": "release", "user_agent": "release-check"}  # fmt: skip
         answer = http.post(f"{self.shop}/pedidos/{reference}/pagos/", json=body, timeout=90,
                            headers={"X-CSRFToken": _csrf(http)})  # fmt: skip
         status = f"{self.shop}/pedidos/{reference}/estado-pago/"
@@ -147,9 +142,7 @@ class Traffic:
             outcome = answer.json()
             result = str(outcome.get("result"))
             if result == "pending" and outcome.get("three_ds_url"):
-                code = rng.choice(list(CHALLENGE_CODES))
-                requests.post(outcome["three_ds_url"], data={"action": "submit", "code": code},
-                              timeout=30).raise_for_status()  # fmt: skip
+                answer_challenge(outcome["three_ds_url"], rng)
                 payment = {"payment_id": outcome.get("payment_id")}
                 return self._follow(http, status, payment, "3-D Secure, then ", deadline)
             if result not in ("processing", "unknown", "pending"):

@@ -198,6 +198,23 @@ class Shopper:
         return answer
 
 
+def card_token(sandbox: str, card: str) -> str:
+    """A single-use token of a test card, as the provider's card form makes it."""
+    return str(requests.post(
+        f"{sandbox}/card_tokens", auth=None, timeout=30,
+        headers={"Authorization": f"Bearer {PUBLIC_KEY}"},
+        json={"card": {"number": card, "exp_month": "12", "exp_year": "2031", "cvv": "123",
+                       "holder_name": "LUCIA SOAK"}},
+    ).json()["id"])  # fmt: skip
+
+
+def answer_challenge(url: str, rng: random.Random) -> str:
+    """The 3-D Secure page answered with a code that passes or fails it; the code."""
+    code = rng.choice(list(CHALLENGE_CODES))
+    requests.post(url, data={"action": "submit", "code": code}, timeout=30).raise_for_status()
+    return code
+
+
 def buy(demo: Demo, run: Run, placed: list[str], slug: str, card: str) -> None:
     """A shopper orders one item and pays it (answers a 3-D Secure challenge, passing or failing
     it, and asks for the outcome as the payment page does); what happened goes to `run`, the
@@ -217,22 +234,14 @@ def buy(demo: Demo, run: Run, placed: list[str], slug: str, card: str) -> None:
         raise
     run.orders_created += 1
     placed.append(reference)
-    token = requests.post(
-        f"{demo.sandbox}/card_tokens", auth=None, timeout=30,
-        headers={"Authorization": f"Bearer {PUBLIC_KEY}"},
-        json={"card": {"number": card, "exp_month": "12", "exp_year": "2031", "cvv": "123",
-                       "holder_name": "LUCIA SOAK"}},
-    ).json()["id"]  # fmt: skip
-    answer = shopper.pay(reference, token)
+    answer = shopper.pay(reference, card_token(demo.sandbox, card))
     if answer.status_code != 200:
         run.attempts_refused[answer.status_code] += 1
         return
     outcome = answer.json()
     result = str(outcome.get("result"))
     if result == "pending" and outcome.get("three_ds_url"):
-        code = random.choice(list(CHALLENGE_CODES))
-        requests.post(outcome["three_ds_url"], data={"action": "submit", "code": code},
-                      timeout=30).raise_for_status()  # fmt: skip
+        code = answer_challenge(outcome["three_ds_url"], random.Random())
         result = challenge_outcome(shopper, reference, str(outcome.get("payment_id")))
         if result not in ("undecided", CHALLENGE_CODES[code]):
             run.errors.append(f"{reference}: challenge with {code} {result}")
