@@ -16,13 +16,6 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev,demo]"
 	touch $(STAMP)
 
-## The browser tests' axe-core (package.json, pinned in package-lock.json).
-NODE_STAMP := node_modules/.installed-stamp
-
-$(NODE_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund
-	touch $(NODE_STAMP)
-
 install: $(STAMP)
 
 migrate: install
@@ -51,7 +44,7 @@ sandbox: install
 ## The alert rules' unit tests (docs/monitoring; promtool: Debian's `prometheus` package), then
 ## the whole suite on PostgreSQL and Redis: DATABASE_URL and REDIS_URL when set (CI), else a
 ## PostgreSQL and a Redis of the run's own, started and removed by tools/test_services.py.
-test: install $(NODE_STAMP)
+test: install
 	@command -v promtool >/dev/null || { echo "promtool is missing: apt-get install prometheus"; exit 1; }
 	promtool check rules docs/monitoring/alerts.yml
 	promtool test rules docs/monitoring/alerts_test.yml
