@@ -16,12 +16,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev,demo]"
 	touch $(STAMP)
 
-## The browser tests' axe-core (package.json, pinned in package-lock.json).
-NODE_STAMP := node_modules/.installed-stamp
-
-$(NODE_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund
-	touch $(NODE_STAMP)
+## A command from Debian's packages, installed when missing (as root or through sudo -n).
+APT_ENSURE := bin/apt-ensure
 
 install: $(STAMP)
 
@@ -48,11 +44,13 @@ sandbox: install
 	mkdir -p var
 	$(BIN)/python -m sandbox.manage runsandbox --port $(SANDBOX_PORT)
 
-## The alert rules' unit tests (docs/monitoring; promtool: Debian's `prometheus` package), then
-## the whole suite on PostgreSQL and Redis: DATABASE_URL and REDIS_URL when set (CI), else a
-## PostgreSQL and a Redis of the run's own, started and removed by tools/test_services.py.
-test: install $(NODE_STAMP)
-	@command -v promtool >/dev/null || { echo "promtool is missing: apt-get install prometheus"; exit 1; }
+## The alert rules' unit tests (docs/monitoring; promtool: Debian's `prometheus` package, whose
+## server is stopped if the package starts it), then the whole suite on PostgreSQL and Redis:
+## DATABASE_URL and REDIS_URL when set (CI), else a PostgreSQL and a Redis of the run's own,
+## started and removed by tools/test_services.py. The browser tests drive Debian's chromium.
+test: install
+	@$(APT_ENSURE) chromium
+	@$(APT_ENSURE) --no-recommends --stop prometheus promtool prometheus
 	promtool check rules docs/monitoring/alerts.yml
 	promtool test rules docs/monitoring/alerts_test.yml
 	$(BIN)/python -m tools.test_services -- $(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -68,8 +66,7 @@ lint: install
 bench: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/shop_bench
 bench: export REDIS_URL ?= redis://127.0.0.1:6379/6
 bench: install
-	command -v wrk >/dev/null || sudo -n apt-get install -y wrk || apt-get install -y wrk \
-		|| (apt-get update && apt-get install -y wrk)
+	@$(APT_ENSURE) wrk
 	status=0; \
 	$(BIN)/python -m bench.receiver $(BENCH_ARGS) $(BENCH_RECEIVER_ARGS) || status=$$?; \
 	$(BIN)/python -m bench.storm $(BENCH_ARGS) $(BENCH_STORM_ARGS) || status=$$?; \
