@@ -108,7 +108,9 @@ class Deployment:
     """The processes of the shop and the sandbox as they are replaced, with their logs."""
 
     def __init__(self, base: dict[str, str]) -> None:
-        self.base, self.processes, self.retired = base, {}, []  # type: ignore[var-annotated]
+        self.base = base
+        self.processes: dict[str, Process] = {}
+        self.retired: list[Process] = []
 
     def start(self, name: str, release: Release, command: list[str], **env: str) -> Process:
         log = LOGS / f"{name}-{release.name}.log"
@@ -367,7 +369,7 @@ class Check:
         return failures
 
 
-def main() -> int:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--previous", default=os.environ.get("PREVIOUS", ""))
     parser.add_argument(
@@ -391,7 +393,11 @@ def main() -> int:
     )
     parser.add_argument("--redis-url", default=os.environ.get(
         "REDIS_URL", "redis://127.0.0.1:6379/8"))  # fmt: skip
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = arguments()
     commit = previous_release(args.previous)
     head = git("rev-parse", "HEAD")
     LOGS.mkdir(parents=True, exist_ok=True)
