@@ -76,6 +76,6 @@ def payment_notification(request: HttpRequest, token: str) -> JsonResponse:
         response = _error(
             503, "unavailable", "The notification could not be stored; send it again."
         )
-        response["Retry-After"] = "5"
+        response["Retry-After"] = str(settings.DATABASE_RETRY_AFTER)
         return response
     return _answer(200, {"status": "received", "event": event_id})

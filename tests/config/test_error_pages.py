@@ -268,6 +268,30 @@ def test_with_the_database_away_a_form_sent_answers_503_in_english() -> None:
 
 
 @pytest.mark.django_db
+def test_with_the_database_away_the_webhook_receiver_asks_the_provider_to_send_again(
+    settings: Any,
+) -> None:
+    """The provider's notification that cannot be stored is answered 503 with the same
+    `Retry-After` as the pages (the provider sends it again), in the receiver's own error."""
+    settings.PAYMENTS_WEBHOOK_TOKEN = "whk-7Yq2pLr9sT4vW8xZ1bC3dF5gH6jK0mN"
+    settings.DATABASE_RETRY_AFTER = 7
+    provider = Client(raise_request_exception=False)
+    body = {"id": "3f2b8c1e-5d4a-4b6f-9e7d-2a1c0b9e8f7d", "origin": "payments-api",
+            "event_type": "UPDATE"}  # fmt: skip
+
+    with database_away():
+        response = provider.post(
+            f"/webhooks/payments/{settings.PAYMENTS_WEBHOOK_TOKEN}/",
+            json.dumps(body),
+            content_type="application/json",
+        )
+
+    assert response.status_code == 503
+    assert response["Retry-After"] == "7"
+    assert response.json()["error"] == "unavailable"
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("method", "operation"),
     [("get", "/pedidos/{reference}/estado-pago/"), ("post", "/pedidos/{reference}/pagos/")],
