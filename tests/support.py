@@ -49,6 +49,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def unreachable_database(alias: str) -> Any:
+    """A connection like the default one, to a database that cannot be reached: a closed port
+    (on SQLite, a file in a folder that does not exist)."""
+    from django.db import connections
+
+    default = connections["default"]
+    if default.vendor == "sqlite":
+        away = {**default.settings_dict, "NAME": "/nonexistent/folder/shop.sqlite3"}
+    else:
+        away = {**default.settings_dict, "HOST": "127.0.0.1", "PORT": str(free_port())}
+    return type(default)(away, alias=alias)
+
+
 def decimal_json(response: requests.Response) -> Any:
     return json.loads(response.text, parse_float=Decimal)
 

@@ -48,6 +48,7 @@ from tools.release_processes import (
 )
 from tools.release_traffic import Traffic
 from tools.soak import SECRET
+from tools.test_services import free_port
 
 WORK = ROOT / "var" / "release-check"
 LOGS = WORK / "logs"
@@ -92,14 +93,6 @@ def fresh_database(url: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class CheckFailed(Exception):
     """The check cannot go on: what stopped it."""
 
@@ -128,8 +121,8 @@ class Deployment:
             for name, command in release.celery_commands().items()
         }  # fmt: skip
 
-    def retire(self, name: str) -> float:
-        process = self.processes.pop(name)
+    def retire(self, process: Process) -> float:
+        """Stop a process of the previous release (its log is still read); seconds taken."""
         self.retired.append(process)
         return process.stop()
 
@@ -257,10 +250,12 @@ class Check:
         wait_healthy(f"{self.sandbox}/healthz")
         proxy = Proxy(self.proxy_port, self.web(self.previous))
         proxy.start()
-        for name, command in self.deployment.celery(self.previous).items():
+        started = [
             self.deployment.start(name, self.previous, command)
-        for name in self.deployment.celery(self.previous):
-            self.deployment.processes[name].wait_for("ready." if name != "beat" else "Starting")
+            for name, command in self.deployment.celery(self.previous).items()
+        ]
+        for process in started:
+            process.wait_for("Starting" if process.name.startswith("beat") else "ready.")
         wait_healthy(f"{self.shop}/healthz")
         return proxy
 
@@ -286,8 +281,8 @@ class Check:
         self.phase("new web server", 0)
         old = self.deployment.processes["web"]
         proxy.switch(self.web(self.new))
-        self.deployment.retired.append(old)
-        self.figures["previous web server stopped in"] = f"{old.stop():.1f} s"
+        stopped = self.deployment.retire(old)
+        self.figures["previous web server stopped in"] = f"{stopped:.1f} s"
         time.sleep(seconds)
         previous_celery = self.deployment.celery(self.previous)
         new_celery = self.deployment.celery(self.new)
@@ -301,12 +296,10 @@ class Check:
         self.phase("previous workers stopped")
         for name, process in retiring.items():
             if name != "beat":
-                self.deployment.retired.append(process)
-                process.stop()
+                self.deployment.retire(process)
         time.sleep(seconds)
         self.phase("new beat")
-        self.deployment.retired.append(retiring["beat"])
-        retiring["beat"].stop()
+        self.deployment.retire(retiring["beat"])
         self.deployment.start("beat", self.new, new_celery["beat"]).wait_for("Starting")
 
     def run(self) -> list[str]:

@@ -20,7 +20,7 @@ import checkout.api
 import checkout.views
 from tests.factories import ProductFactory
 from tests.html_tree import Node, html
-from tests.support import free_port, shop_schema
+from tests.support import shop_schema, unreachable_database
 
 SPANISH_404 = "No encontramos esta página"
 ENGLISH_404 = "We could not find this page"
@@ -199,12 +199,7 @@ def database_away() -> Iterator[None]:
     """Within: the shop's database connection is one to a database that cannot be reached (a
     closed port; on SQLite a file in a folder that does not exist); the tests' own connection,
     and what the test wrote on it, is back afterwards."""
-    default = connections["default"]
-    if default.vendor == "sqlite":
-        away = {**default.settings_dict, "NAME": "/nonexistent/folder/shop.sqlite3"}
-    else:
-        away = {**default.settings_dict, "HOST": "127.0.0.1", "PORT": str(free_port())}
-    unreachable = type(default)(away, alias="default")
+    default, unreachable = connections["default"], unreachable_database("default")
     connections["default"] = unreachable
     try:
         yield

@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 from celery import Celery
-from django.db import connections
 from django.test import Client
 from django.urls import reverse
 
 import config.views
 from tests.factories import ProductFactory
 from tests.shop import make_order, own, shopper
-from tests.support import free_port
+from tests.support import free_port, unreachable_database
 
 pytestmark = pytest.mark.django_db
 
@@ -102,12 +101,7 @@ def test_with_redis_up_deps_is_ok_for_the_cache_and_the_broker() -> None:
 def database_away(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The probe's database connection pointed at a database that cannot be reached (a closed
     port; a file in a folder that does not exist on SQLite); the tests' own is untouched."""
-    default = connections["default"]
-    if default.vendor == "sqlite":
-        away = {**default.settings_dict, "NAME": "/nonexistent/folder/shop.sqlite3"}
-    else:
-        away = {**default.settings_dict, "HOST": "127.0.0.1", "PORT": str(free_port())}
-    unreachable = type(default)(away, alias="unreachable")
+    unreachable = unreachable_database("unreachable")
     monkeypatch.setattr(config.views, "connection", unreachable)
     yield
     unreachable.close()

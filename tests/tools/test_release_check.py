@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.support import free_port
 from tools.release_check import error_lines, previous_release
 from tools.release_processes import Proxy, Release
 
@@ -60,12 +60,6 @@ def test_the_celery_processes_are_those_of_the_releases_procfile(tmp_path: Path)
         "worker": ["celery", "-A", "config", "worker", "-Q", "shop,celery", "--pool=threads"],
         "beat": ["celery", "-A", "config", "beat", "--schedule", "var/celerybeat-schedule"],
     }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
