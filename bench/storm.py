@@ -16,6 +16,7 @@ import time
 import uuid
 from collections import Counter
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -33,10 +34,10 @@ def notification(payment: Any, kind: str) -> dict[str, str]:
 def new_payment(capture_method: str) -> Any:
     """An order and its payment, sent as the shop's create task does (notifying nobody)."""
     from checkout.models import Order, new_reference
-    from payments.calls.create import payment_send_create
-    from payments.client import get_client
-    from payments.errors import PaymentOutcomeUnknown
-    from payments.services import payment_attempt_store
+    from payments.attempts.calls import payment_send_create
+    from payments.attempts.rules import payment_attempt_store
+    from payments.provider.client import get_client
+    from payments.provider.errors import PaymentOutcomeUnknown
 
     order = Order.objects.create(
         reference=new_reference(), first_name="Ana", last_name="Pérez", email="ana@example.com",
@@ -64,7 +65,7 @@ def new_payment(capture_method: str) -> Any:
 def change_at_provider(payment: Any, index: int) -> None:
     """What happens at the sandbox behind the shop's back, by the payment's place in the mix:
     authorizations captured, cancelled or left; approvals refunded in full, in part or left."""
-    from payments.client import get_client
+    from payments.provider.client import get_client
 
     client, key = get_client(), uuid.uuid4().hex
     if payment.status == "authorized":
@@ -128,73 +129,104 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     runtime.setup_django(*runtime.SHOP_TABLES)
     from django.conf import settings
     from django.db import connection
-    from django.db.models import Max, Min
-
-    from payments.client import get_client
-    from payments.models import Payment
-    from payments.statuses import local_status
-    from webhooks.models import WebhookEvent
 
     random.seed(6)
     total = args.payments * len(KINDS)
     described = runtime.described(celery=True)
     print(f"Storm benchmark: {args.payments} payments x 10 notifications; {described}")
     with runtime.services() as (_, base):
-        clock = time.monotonic()
-        methods = ["manual" if i % 2 else "automatic" for i in range(args.payments)]
-        payments = runtime.in_threads(new_payment, methods)
-        runtime.in_threads(lambda pi: change_at_provider(pi[1], pi[0] // 2), enumerate(payments))
-        held = runtime.in_threads(new_payment, ["manual"] * CALM_RATE * CALM_SECONDS)
-        runtime.in_threads(lambda p: change_at_provider(p, 0), held)  # captured
-        print(f"  payments created and changed at the sandbox in {time.monotonic() - clock:.0f} s")
-        bodies = [json.dumps(notification(p, kind)) for p in payments for kind in KINDS]
-        random.shuffle(bodies)
-        (lines := runtime.LOG_DIR / "storm.jsonl").write_text("\n".join(bodies) + "\n")
+        payments, held, lines = prepared(args.payments)
         url = f"{base}/webhooks/payments/{settings.PAYMENTS_WEBHOOK_TOKEN}/"
         with runtime.celery():
             noop_before = noop_drain(total)
-            logs = {log: len(log.read_text(errors="replace")) for log in worker_logs()}
-            started = time.monotonic()
-            wrk = runtime.wrk_start(url, 600, 8, str(lines), "8", threads=8)
-            while WebhookEvent.objects.filter(processed_at__isnull=False).count() < total:
-                if time.monotonic() - started > 600:
-                    sys.exit("the storm did not drain in time")
-                time.sleep(0.2)
-            drain = time.monotonic() - started
-            wrk.send_signal(signal.SIGINT)  # its threads are done; wrk itself waits out -d
-            posted = runtime.wrk_result(wrk)
-            reads = sum(
-                log.read_text(errors="replace")[offset:].count("payments-api GET /payments/")
-                for log, offset in logs.items()
-            )
-            # The last notification answered: its row is stored just before its 2xx.
-            ends = WebhookEvent.objects.aggregate(
-                Min("received_at"), Max("received_at"), Max("processed_at")
-            )
-            tail = (ends["processed_at__max"] - ends["received_at__max"]).total_seconds()
-            posting = (ends["received_at__max"] - ends["received_at__min"]).total_seconds()
+            storm = storm_drain(url, lines, total)
             noop_after = noop_drain(total)
             runtime.settle()
             calm_latency = calm(url, held)
-        events = WebhookEvent.objects.exclude(provider_payment_id__in=[p.provider_id for p in held])
-        times = events.filter(processed_at__isnull=False).values_list("received_at", "processed_at")
-        waits = [(done - received).total_seconds() for received, done in times]
-        local = dict(Payment.objects.values_list("provider_id", "status"))
-        remote = {p.provider_id: get_client().get_payment(p.provider_id) for p in payments + held}
+        after = aftermath(payments, held)
     connection.close()
+    drain, posting, waits = storm["drain"], storm["posting"], after["waits"]
     return {
-        "server": described, "posted": posted, "drain_seconds": drain,
+        "server": described, "posted": storm["posted"], "drain_seconds": drain,
         "noop_drain_seconds": [noop_before, noop_after], "posting_seconds": posting,
         "drain_ratio": drain / ((noop_before + noop_after) / 2),
         "drain_ratio_judged": drain / max(posting, (noop_before + noop_after) / 2),
-        "tail_seconds": tail,
-        "reads": reads, "reads_per_notification": reads / total, "payments": args.payments,
+        "tail_seconds": storm["tail"],
+        "reads": storm["reads"], "reads_per_notification": storm["reads"] / total,
+        "payments": args.payments,
         "wait_p50": runtime.percentile(waits, 0.5), "wait_p90": runtime.percentile(waits, 0.9),
-        "states": dict(Counter(events.values_list("state", flat=True))),
+        "states": after["states"],
         "calm_p50": runtime.percentile(calm_latency, 0.5),
         "calm_p95": runtime.percentile(calm_latency, 0.95),
-        "mismatches": sum(local.get(pid) != local_status(p) for pid, p in remote.items()),
+        "mismatches": after["mismatches"],
     }  # fmt: skip
+
+
+def prepared(count: int) -> tuple[list[Any], list[Any], Path]:
+    """`count` payments made at the sandbox and changed there behind the shop's back, the calm
+    traffic's payments (captured), and the file of the storm's notifications, shuffled."""
+    clock = time.monotonic()
+    methods = ["manual" if i % 2 else "automatic" for i in range(count)]
+    payments = runtime.in_threads(new_payment, methods)
+    runtime.in_threads(lambda pi: change_at_provider(pi[1], pi[0] // 2), enumerate(payments))
+    held = runtime.in_threads(new_payment, ["manual"] * CALM_RATE * CALM_SECONDS)
+    runtime.in_threads(lambda p: change_at_provider(p, 0), held)  # captured
+    print(f"  payments created and changed at the sandbox in {time.monotonic() - clock:.0f} s")
+    bodies = [json.dumps(notification(p, kind)) for p in payments for kind in KINDS]
+    random.shuffle(bodies)
+    (lines := runtime.LOG_DIR / "storm.jsonl").write_text("\n".join(bodies) + "\n")
+    return payments, held, lines
+
+
+def storm_drain(url: str, lines: Path, total: int) -> dict[str, Any]:
+    """The storm posted by wrk until all `total` notifications are processed: wrk's figures,
+    the drain's seconds, the provider reads the workers logged, the posting's and the tail's
+    seconds."""
+    from django.db.models import Max, Min
+
+    from webhooks.models import WebhookEvent
+
+    logs = {log: len(log.read_text(errors="replace")) for log in worker_logs()}
+    started = time.monotonic()
+    wrk = runtime.wrk_start(url, 600, 8, str(lines), "8", threads=8)
+    while WebhookEvent.objects.filter(processed_at__isnull=False).count() < total:
+        if time.monotonic() - started > 600:
+            sys.exit("the storm did not drain in time")
+        time.sleep(0.2)
+    drain = time.monotonic() - started
+    wrk.send_signal(signal.SIGINT)  # its threads are done; wrk itself waits out -d
+    posted = runtime.wrk_result(wrk)
+    reads = sum(
+        log.read_text(errors="replace")[offset:].count("payments-api GET /payments/")
+        for log, offset in logs.items()
+    )
+    # The last notification answered: its row is stored just before its 2xx.
+    ends = WebhookEvent.objects.aggregate(
+        Min("received_at"), Max("received_at"), Max("processed_at")
+    )
+    tail = (ends["processed_at__max"] - ends["received_at__max"]).total_seconds()
+    posting = (ends["received_at__max"] - ends["received_at__min"]).total_seconds()
+    return {"posted": posted, "drain": drain, "reads": reads, "tail": tail, "posting": posting}
+
+
+def aftermath(payments: list[Any], held: list[Any]) -> dict[str, Any]:
+    """The storm's notifications' waits and states, and how many payments the shop holds
+    unlike the provider's."""
+    from payments.models import Payment
+    from payments.provider.client import get_client
+    from payments.statuses import local_status
+    from webhooks.models import WebhookEvent
+
+    events = WebhookEvent.objects.exclude(provider_payment_id__in=[p.provider_id for p in held])
+    times = events.filter(processed_at__isnull=False).values_list("received_at", "processed_at")
+    waits = [(done - received).total_seconds() for received, done in times]
+    local = dict(Payment.objects.values_list("provider_id", "status"))
+    remote = {p.provider_id: get_client().get_payment(p.provider_id) for p in payments + held}
+    return {
+        "waits": waits,
+        "states": dict(Counter(events.values_list("state", flat=True))),
+        "mismatches": sum(local.get(pid) != local_status(p) for pid, p in remote.items()),
+    }
 
 
 def report(f: dict[str, Any]) -> tuple[str, list[list[object]]]:

@@ -3,7 +3,7 @@
 from celery import shared_task
 from django.core.cache import cache
 
-from payments.reconciliation import payment_sync
+from payments.rereading.calls import payment_sync
 from webhooks.models import WebhookEvent
 
 NOOP_COUNTER = "bench:noop-done"

@@ -20,10 +20,10 @@ from rest_framework.views import APIView
 
 from bench.tasks import tutorial_process_task
 from checkout.ownership import own_order
-from payments.client import get_client
-from payments.errors import OutcomeUnknown, PaymentError, ProviderApiError
 from payments.models import Payment
-from payments.reconciliation import payment_sync
+from payments.provider.client import get_client
+from payments.provider.errors import OutcomeUnknown, PaymentError, ProviderApiError
+from payments.rereading.calls import payment_sync
 from payments.statuses import local_status
 from webhooks.addresses import payment_notification_url
 from webhooks.models import WebhookEvent

@@ -87,15 +87,9 @@ def timed(work: Callable[[], Any], before: Callable[[], None] = lambda: None) ->
 
 
 def measure() -> list[dict[str, Any]]:
-    import time_machine
-    from django.conf import settings
     from django.contrib.auth import get_user_model
-    from django.db import transaction
     from django.test import Client
     from django.utils import translation
-
-    from config.volume.history import fill_moment
-    from config.volume.pages import admin_pages
 
     translation.activate("en")
     client = Client(HTTP_HOST="127.0.0.1", HTTP_ACCEPT_LANGUAGE="en")
@@ -103,6 +97,15 @@ def measure() -> list[dict[str, Any]]:
     from config.celery import app
 
     app.loader.import_default_modules()
+    return [*measure_pages(client), *measure_tasks(app)]
+
+
+def measure_pages(client: Any) -> list[dict[str, Any]]:
+    """Each admin page of `tools.volume.pages`, opened by `client`: its figures and rows shown."""
+    from django.contrib.auth import get_user_model
+
+    from tools.volume.pages import admin_pages
+
     rows = []
 
     def shown(path: str) -> tuple[int, int]:
@@ -116,6 +119,19 @@ def measure() -> list[dict[str, Any]]:
         rows.append({"name": label, **row, "rows": shown_rows,
                      "note": "" if status == 200 else status})  # fmt: skip
         print("ROW " + json.dumps(rows[-1], default=str), file=sys.stderr, flush=True)
+    return rows
+
+
+def measure_tasks(app: Any) -> list[dict[str, Any]]:
+    """Each task of CELERY_BEAT_SCHEDULE as beat runs it, at the fill's moment: its figures and
+    what it returned."""
+    import time_machine
+    from django.conf import settings
+    from django.db import transaction
+
+    from tools.volume.history import fill_moment
+
+    rows = []
     # The tasks run at the fill's moment, whenever it was: its work in flight is as it left it.
     # Each task as beat runs it: Redis emptied, then a run STEADY before the one measured (the
     # last run's cursor, not the first run's look back after Redis lost everything).
@@ -180,7 +196,7 @@ def report(sizes: list[int], results: list[list[dict[str, Any]]], strict: bool) 
     print("where they differ (work that grows with the shop), queries and time count per item.")
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
     __import__("django").setup()
-    from payments.read_budget import budget_table
+    from bench.read_capacity import budget_table
 
     budget_rows, budget_misses = budget_table()
     print("\nRead budget")

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.html import format_html
@@ -24,7 +24,7 @@ from checkout.selectors import (
 )
 from checkout.services.mail import unsent_for
 from checkout.templatetags.shop import mxn
-from payments.admin_lists import (
+from core.admin_lists import (
     BoundedListAdmin,
     DateRangeFilter,
     SearchTerm,
@@ -153,7 +153,7 @@ class UnsentMailsFilter(admin.SimpleListFilter):
 class OrderAdmin(BoundedListAdmin, OrderActionsMixin):
     """The staff's main screen: the order, its customer, its payments and their ledger, and
     the actions the staff member may take on it. The list stays fast on a year of orders
-    (payments.admin_lists): each sortable column, filter and search has its index."""
+    (core.admin_lists): each sortable column, filter and search has its index."""
 
     list_display = [
         "reference",
@@ -201,23 +201,13 @@ class OrderAdmin(BoundedListAdmin, OrderActionsMixin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        order = self.get_object(request, object_id)
-        context = dict(extra_context or {})
-        if order is not None:
-            payments = order_payments(order)
-            context.update(
-                order_actions=available_actions(request, order),
-                order_payments=payments,
-                ledger=order_ledger(order, payments),
-            )
-        return super().change_view(request, object_id, form_url, context)
+    def change_context(self, request: HttpRequest, obj: Order) -> dict[str, Any]:
+        payments = order_payments(obj)
+        return {
+            "order_actions": available_actions(request, obj),
+            "order_payments": payments,
+            "ledger": order_ledger(obj, payments),
+        }
 
     @admin.display(description=_("total"), ordering="total")
     def amount(self, obj: Order) -> str:

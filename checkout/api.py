@@ -27,7 +27,7 @@ from checkout.models import Order
 from checkout.ownership import own_order
 from checkout.serializers import PaymentAttemptSerializer, PaymentOutcomeSerializer
 from checkout.services import CheckoutError, PaymentOutcome, order_check_payment, order_pay
-from config.api import (
+from core.api import (
     ERROR,
     Conflict,
     JSONAPIView,

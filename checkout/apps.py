@@ -8,6 +8,7 @@ class CheckoutConfig(AppConfig):
 
     def ready(self) -> None:
         from checkout import receivers  # noqa: F401  (connects the signal receivers)
-        from checkout.staff_actions import register_order_actions
+        from checkout.services.order_actions import KINDS
+        from staff_actions.kinds import register
 
-        register_order_actions()
+        register(*KINDS)

@@ -14,7 +14,7 @@ from django.utils.translation import ngettext
 
 from checkout.installment_plans import order_installments, plan_text
 from checkout.templatetags.shop import mxn
-from payments.catalogue import installments_allowed
+from payments.catalogue.rules import installments_allowed
 
 __all__ = [
     "InstallmentsRefused",

@@ -1,5 +1,5 @@
 """The order's ledger (OrderEvent) as staff read it: the sentences the shop writes into an
-entry's message, and the message in the staff member's language (payments.sentences).
+entry's message, and the message in the staff member's language (core.sentences).
 
 Entries are kept as they were written: the shop's sentences in English (shipments recorded
 before this module wrote their charge in the language of the staff member who shipped, and
@@ -13,8 +13,8 @@ from decimal import Decimal
 
 from django.utils.translation import gettext_noop
 
-from payments.pesos import pesos
-from payments.sentences import Sentence, read_first
+from core.money import pesos
+from core.sentences import Sentence, read_first
 
 # After a shipment's items, " · " and what it charged to a held payment.
 CHARGED = Sentence(gettext_noop("charged %(charged)s, released %(released)s"))

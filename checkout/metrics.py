@@ -9,7 +9,7 @@ from django.db.models import Count, Min
 from prometheus_client import Counter
 
 from checkout.models import OrderMail, OrderMailKind
-from payments.metrics import GaugeValues, age_seconds
+from core.metrics import GaugeValues, age_seconds
 
 MAILS_SENT = Counter(
     "shop_mails_sent_total", "Order mails the mail server took, by kind.", ["kind"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import secrets
 from decimal import Decimal
 
-from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models.functions import Upper
@@ -14,7 +13,7 @@ from django.utils import timezone
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
-from payments.models import AppendOnlyEntry
+from core.ledger import LedgerEntry
 
 # Crockford-style alphabet: no I, L, O or U, so references read aloud without confusion.
 REFERENCE_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -221,26 +220,15 @@ class OrderEventKind(models.TextChoices):
     RETURNED = "returned", _("Late payment given back")
 
 
-class OrderEvent(AppendOnlyEntry):
+class OrderEvent(LedgerEntry):
     """Append-only ledger of what staff did to an order (the money is in its payments' ledger)."""
 
     order = models.ForeignKey(
         Order, on_delete=models.PROTECT, related_name="events", verbose_name=_("order")
     )
     kind = models.CharField(_("what"), max_length=16, choices=OrderEventKind.choices)
-    message = models.CharField(_("details"), max_length=500, blank=True)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("who"),
-    )
-    created_at = models.DateTimeField(_("when"), default=timezone.now)
 
-    class Meta:
-        ordering = ["created_at", "id"]
+    class Meta(LedgerEntry.Meta):
         verbose_name = _("order event")
         verbose_name_plural = _("order events")
 

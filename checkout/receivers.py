@@ -11,7 +11,8 @@ from typing import Any
 from django.dispatch import receiver
 
 from checkout.models import Order
-from checkout.tasks import order_sync_task
+from checkout.task_names import ORDER_SYNC_TASK
+from core.task_queue import send_now
 from payments.models import Payment
 from payments.signals import payment_status_changed
 
@@ -28,6 +29,6 @@ def order_follows_payment(sender: type[Payment], payment: Payment, **kwargs: Any
     if order_id is None:
         return
     try:
-        order_sync_task.delay(order_id)
+        send_now(ORDER_SYNC_TASK, (order_id,))
     except Exception:  # the broker is down: the beat's sweep syncs the order
         logger.warning("order %s: sync not queued", payment.external_reference, exc_info=True)

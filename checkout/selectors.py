@@ -12,8 +12,8 @@ from django.db.models import F, OuterRef, QuerySet, Subquery, Sum
 from checkout import ledger
 from checkout.installment_plans import CHARGED
 from checkout.models import Order, OrderEvent
-from payments.ledger import entry_details
 from payments.models import Payment, PaymentEvent
+from payments.words import entry_details
 
 
 def order_reference_exists(reference: str) -> bool:

@@ -3,7 +3,6 @@ JSON calls are in `checkout.api`)."""
 
 from __future__ import annotations
 
-from celery import current_app
 from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -19,13 +18,14 @@ from checkout.installments import order_installments, plans_for
 from checkout.limits import order_creations_exceeded, order_lists_exceeded, status_checks_exceeded
 from checkout.models import Order, OrderStatus, Product
 from checkout.ownership import linked_order, own_order, remember_order
-from checkout.queue import ORDERS_LIST_MAIL_TASK
 from checkout.selectors import order_payments
 from checkout.services import CheckoutError, order_as_paid_now, order_create_from_cart
 from checkout.services.payment_page import order_pending_challenge
 from checkout.services.reservations import late_payment, order_expire_if_over, reservations_expire
-from config.security import sdk_url
-from payments.catalogue import payment_methods_for
+from checkout.task_names import ORDERS_LIST_MAIL_TASK
+from core.security import sdk_url
+from core.task_queue import send_now
+from payments.catalogue.rules import payment_methods_for
 
 
 def _context(request: HttpRequest, **extra: object) -> dict[str, object]:
@@ -214,7 +214,7 @@ def my_orders(request: HttpRequest) -> HttpResponse:
         email = form.cleaned_data["email"]
         language = get_language() or "es"
         try:
-            current_app.send_task(ORDERS_LIST_MAIL_TASK, args=(email, language))
+            send_now(ORDERS_LIST_MAIL_TASK, (email, language))
         except Exception:  # the broker is down: say so, rather than promise a mail
             form.add_error(None, _("We cannot send mail right now. Please try again later."))
             context = _context(request, form=form)

@@ -30,7 +30,7 @@ def _refresh_payment_methods(**_: object) -> None:
     """A worker that starts queues one refresh of the stored payment methods catalogue (not
     one per worker: the refresh's marker), so that a fresh shop's payment page has it within
     seconds rather than at beat's next run."""
-    from payments.catalogue import payment_methods_refresh_request
+    from payments.catalogue.rules import payment_methods_refresh_request
 
     payment_methods_refresh_request()
 

@@ -16,8 +16,8 @@ from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api import ERROR, JSONAPIView, json_object
-from config.parsers import bounded_json_parser
+from core.api import ERROR, JSONAPIView, json_object
+from core.parsers import bounded_json_parser
 
 logger = logging.getLogger("csp")
 

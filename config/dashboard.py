@@ -15,7 +15,7 @@ Where the money figures come from (the truth for money):
   the same day counts as charged and as refunded.
 - **Held** is the amount of each payment still `authorized` (not captured, not cancelled),
   with its authorization's expiry as the shop computed it (`authorized_at` +
-  `AUTHORIZATION_VALIDITY`, 30 days: payments.services.snapshots).
+  `AUTHORIZATION_VALIDITY`, 30 days: payments.snapshots).
 
 "Today" and "this week" are in the shop's time zone (settings.TIME_ZONE); the week starts on
 Monday; "the last 30 days" are today and the 29 days before it.

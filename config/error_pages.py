@@ -21,8 +21,8 @@ from django_guid import get_guid
 from rest_framework import exceptions
 from rest_framework.views import APIView
 
-from config.api import ServiceUnavailable, error_body
-from config.db_errors import database_unavailable
+from core.api import ServiceUnavailable, error_body
+from core.db_errors import database_unavailable
 
 
 class ServerError(exceptions.APIException):

@@ -118,7 +118,7 @@ if os.environ.get("LOG_FORMAT", "json") == "json":
         "disable_existing_loggers": False,
         "formatters": {"json": {"()": "config.logging.console_formatter", "log_format": "json"}},
         "filters": {
-            "request_id": {"()": "config.request_id.RequestIdFilter"},
+            "request_id": {"()": "core.request_id.RequestIdFilter"},
             "redact": {"()": "config.logging.RedactSecrets"},
         },
         "handlers": {

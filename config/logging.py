@@ -13,8 +13,8 @@ from django.views.debug import SafeExceptionReporterFilter
 from django_guid import get_guid
 from pythonjsonlogger.json import JsonFormatter as _JsonFormatter
 
-from config.db_errors import database_unavailable
-from config.request_id import NO_REQUEST_ID
+from core.db_errors import database_unavailable
+from core.request_id import NO_REQUEST_ID
 
 REDACTED = "[redacted]"
 SECRET_SETTINGS = (

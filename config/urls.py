@@ -7,10 +7,10 @@ from django_ratelimit.decorators import ratelimit
 
 from config import error_pages, views
 from config.admin_index import INDEX_TEMPLATE, with_owner_dashboard
-from config.api import SchemaView
 from config.csp_reports import CspReportView
 from config.metrics import metrics_view
-from config.ratelimits import login_rate_per_address, login_rate_per_user, login_username
+from core.api import SchemaView
+from core.ratelimits import login_rate_per_address, login_rate_per_user, login_username
 
 admin.site.site_header = format_lazy("{} · {}", settings.SHOP_NAME, _("staff"))
 admin.site.site_title = format_lazy("{} · {}", settings.SHOP_NAME, _("staff"))

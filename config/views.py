@@ -19,7 +19,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api import JSONAPIView
+from core.api import JSONAPIView
 from payments.health import provider_check_read
 
 

@@ -5,3 +5,9 @@ from django.utils.translation import gettext_lazy as _
 class PaymentsConfig(AppConfig):
     name = "payments"
     verbose_name = _("Payments")
+
+    def ready(self) -> None:
+        from payments.actions.calls import KINDS
+        from staff_actions.kinds import register
+
+        register(*KINDS)

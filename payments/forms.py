@@ -7,8 +7,8 @@ from decimal import Decimal
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from core.money import pesos
 from payments.models import Payment
-from payments.pesos import pesos
 
 
 class _AmountForm(forms.Form):

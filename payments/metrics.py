@@ -8,14 +8,13 @@ and the label values, always from short fixed sets, are decided here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
 
 from django.db.models import Count, Min, Q, Sum
 from prometheus_client import Counter, Histogram
 
+from core.metrics import GaugeValues, counts_by_state
 from payments.models import EXPIRY_WARNING_DAYS, IN_FLIGHT, Payment, PaymentStatus
 
 # Up to the read timeout (15 s) and past it: a call that retried runs up to a minute.
@@ -110,30 +109,6 @@ def reconciliation_corrected() -> None:
 
 
 # --- Gauges read from the database at scrape time ---------------------------------------------
-
-# Per gauge name, its samples: (labels, value). Every app's `db_gauge_values` answers one.
-GaugeValues = dict[str, list[tuple[dict[str, str], Decimal | float | int]]]
-
-
-def age_seconds(now: datetime, oldest: datetime | None) -> float:
-    """How old `oldest` is at `now` (0 when there is none, never below 0)."""
-    return max((now - oldest).total_seconds(), 0.0) if oldest else 0.0
-
-
-def counts_by_state(
-    rows: Iterable[dict[str, Any]], *, label: str, states: Iterable[str], now: datetime,
-    count: str, oldest: str,
-) -> GaugeValues:  # fmt: skip
-    """From rows of (`label`, count, oldest), per state of `states`: gauge `count` and the age
-    of its oldest row, gauge `oldest` (0 and 0 for a state without rows)."""
-    found = {row[label]: row for row in rows}
-    values: GaugeValues = {count: [], oldest: []}
-    for state in states:
-        row, labels = found.get(state), {label: str(state)}
-        values[count].append((labels, row["count"] if row else 0))
-        values[oldest].append((labels, age_seconds(now, row["oldest"] if row else None)))
-    return values
-
 
 DB_GAUGES = {
     "shop_payment_attempts_in_flight": "Attempts without an answer to their create yet, by "

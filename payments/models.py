@@ -17,7 +17,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 
-from payments.pesos import pesos
+from core.ledger import LedgerEntry
+from core.money import pesos
 
 AUTHORIZATION_VALIDITY = timedelta(days=30)
 # Staff are warned this long before an uncaptured authorization expires (at 27 days).
@@ -151,8 +152,8 @@ class Payment(models.Model):
     provider_version = models.PositiveIntegerField(_("provider version"), default=0)
     snapshot = models.JSONField(_("snapshot"), default=dict, blank=True, encoder=DjangoJSONEncoder)
     last_error = models.CharField(_("last error"), max_length=500, blank=True)
-    # The create request, encrypted (payments/sealed.py), while its outcome is unknown: it is
-    # sent again with the same idempotency key until the provider says what happened.
+    # The create request, encrypted (payments/attempts/sealed.py), while its outcome is unknown:
+    # it is sent again with the same idempotency key until the provider says what happened.
     create_request = models.TextField(_("create request"), blank=True, editable=False)
     intent = models.CharField(_("intent"), max_length=16, choices=PaymentIntent.choices, blank=True)
     intent_started_at = models.DateTimeField(_("intent started at"), null=True, blank=True)
@@ -162,7 +163,7 @@ class Payment(models.Model):
     )
     expiry_warned_at = models.DateTimeField(_("expiry warned at"), null=True, blank=True)
     last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)
-    # The shop's own reads of the payment, decaying with its age (payments/read_schedule.py):
+    # The shop's own reads of the payment, decaying with its age (payments/rereading/rules.py):
     # counted from `checks_from` (its last change, or the last read a notification or staff
     # asked for), `checks_done` of them found nothing new; the next is due at `next_check_at`
     # (none when the schedule is over or the payment is settled).
@@ -216,7 +217,7 @@ class Payment(models.Model):
                 name="payment_unscheduled",
                 condition=models.Q(checks_from__isnull=True, provider_id__isnull=False),
             ),
-            # The sweep of creates waiting to be sent (payments.selectors).
+            # The sweep of creates waiting to be sent (payments.rereading.rules).
             models.Index(
                 fields=["created_at"],
                 name="payment_waiting_to_send",
@@ -300,22 +301,6 @@ class PaymentEventKind(models.TextChoices):
     ANOMALY = "anomaly", _("Provider anomaly")
 
 
-class AppendOnlyEntry(models.Model):
-    """An entry of a ledger (a payment's, an order's): written once, then never changed or
-    deleted, since it is the record of what happened."""
-
-    class Meta:
-        abstract = True
-
-    def save(self, *args: object, **kwargs: object) -> None:
-        if self.pk is not None:
-            raise ValueError(f"{self._meta.verbose_name_plural} are append-only")
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
-
-    def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
-        raise ValueError(f"{self._meta.verbose_name_plural} are append-only")
-
-
 # The ledger entry that records a charge: the payment became approved (captured at once, or a
 # hold captured). A payment is approved once (its status only moves forward); an anomaly (a
 # status the shop refused) is no charge.
@@ -326,7 +311,7 @@ CHARGE_ENTRY = (
 )
 
 
-class PaymentEvent(AppendOnlyEntry):
+class PaymentEvent(LedgerEntry):
     """Append-only ledger of everything that happened to a payment."""
 
     payment = models.ForeignKey(
@@ -338,20 +323,9 @@ class PaymentEvent(AppendOnlyEntry):
     amount = models.DecimalField(
         _("amount"), max_digits=12, decimal_places=2, null=True, blank=True
     )
-    message = models.CharField(_("message"), max_length=500, blank=True)
     error_code = models.CharField(_("error code"), max_length=16, blank=True)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("who"),
-    )
-    created_at = models.DateTimeField(_("created at"), default=timezone.now)
 
-    class Meta:
-        ordering = ["created_at", "id"]
+    class Meta(LedgerEntry.Meta):
         verbose_name = _("ledger entry")
         verbose_name_plural = _("ledger")
         indexes = [
@@ -433,107 +407,3 @@ class Subscription(models.Model):
         customer = self.customer or {}
         name = " ".join(filter(None, [customer.get("first_name"), customer.get("last_name")]))
         return f"{self.price_id} · {name or self.customer_email or self.provider_id}"
-
-
-class StaffActionState(models.TextChoices):
-    QUEUED = "queued", _("Queued")
-    RUNNING = "running", _("In progress")
-    DONE = "done", _("Done")
-    FAILED = "failed", _("Failed")
-
-
-# An action not finished yet: its target (and its payment) take no other action meanwhile.
-OPEN_ACTION_STATES = (StaffActionState.QUEUED, StaffActionState.RUNNING)
-FINISHED_ACTION_STATES = (StaffActionState.DONE, StaffActionState.FAILED)
-
-
-class StaffAction(models.Model):
-    """What a staff member asked of the provider from the admin (capture, cancel, ship an
-    order…), recorded before its task makes the call: the task and its re-runs send the same
-    idempotency key, and the outcome is said once to whoever asked, in their language."""
-
-    kind = models.CharField(_("kind"), max_length=40)
-    # What the action is on (a payment, an order, a subscription; none for an import).
-    target_type = models.ForeignKey(
-        "contenttypes.ContentType",
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="+",
-        verbose_name=_("on"),
-    )
-    target_id = models.PositiveBigIntegerField(_("object id"), null=True, blank=True)
-    # The payment whose money it moves (claimed when asked), if any.
-    payment = models.ForeignKey(
-        Payment,
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="staff_actions",
-        verbose_name=_("payment"),
-    )
-    reference = models.CharField(_("reference"), max_length=64, blank=True)
-    params = models.JSONField(_("parameters"), default=dict, blank=True, encoder=DjangoJSONEncoder)
-    idempotency_key = models.CharField(_("idempotency key"), max_length=64, unique=True)
-    language = models.CharField(_("language"), max_length=16)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("who"),
-    )
-    state = models.CharField(
-        _("state"),
-        max_length=16,
-        choices=StaffActionState.choices,
-        default=StaffActionState.QUEUED,
-    )
-    runs = models.PositiveSmallIntegerField(_("runs"), default=0)
-    ok = models.BooleanField(_("succeeded"), null=True, blank=True)
-    result = models.TextField(_("result"), blank=True)
-    created_at = models.DateTimeField(_("created at"), default=timezone.now)
-    queued_at = models.DateTimeField(_("queued at"), default=timezone.now)
-    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
-    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
-    shown_at = models.DateTimeField(_("shown at"), null=True, blank=True)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-        verbose_name = _("staff action")
-        verbose_name_plural = _("staff actions")
-        constraints = [
-            # One action in flight per object and per payment: two staff members pressing
-            # capture and cancel at once, one wins.
-            models.UniqueConstraint(
-                fields=["target_type", "target_id"],
-                condition=models.Q(state__in=["queued", "running"]),
-                name="one_staff_action_in_flight_per_object",
-            ),
-            models.UniqueConstraint(
-                fields=["payment"],
-                condition=models.Q(state__in=["queued", "running"]),
-                name="one_staff_action_in_flight_per_payment",
-            ),
-        ]
-        indexes = [
-            # The sweep reads the open actions; the pages read what is left to tell each user.
-            models.Index(
-                fields=["queued_at"],
-                condition=models.Q(state__in=["queued", "running"]),
-                name="staff_action_open",
-            ),
-            models.Index(
-                fields=["actor", "finished_at"],
-                condition=models.Q(shown_at__isnull=True, state__in=["done", "failed"]),
-                name="staff_action_untold",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.reference}".strip()
-
-    @property
-    def is_open(self) -> bool:
-        return self.state in OPEN_ACTION_STATES

@@ -11,9 +11,9 @@ from __future__ import annotations
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
+from core.sentences import Sentence
 from payments.models import PaymentStatus
-from payments.sentences import Sentence
-from payments.types import ProviderPayment
+from payments.provider.types import ProviderPayment
 
 # Detail codes that say more than the status they come with.
 SPECIFIC_CODES = {
@@ -64,7 +64,7 @@ class UnknownProviderStatus(ValueError):
     """The provider answered a status this shop does not know."""
 
 
-# Its message, kept in the payment's ledger (an anomaly) and read there by payments.ledger.
+# Its message, kept in the payment's ledger (an anomaly) and read there by payments.words.
 UNKNOWN_STATUS = Sentence(gettext_noop("unknown provider status %(status)s (%(code)s)"))
 
 

@@ -83,7 +83,7 @@ def provider(api: Api, settings: pytest.FixtureRequest) -> Api:
 @pytest.fixture
 def provider_gets(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ids of every payment read from the provider (the real call is made)."""
-    from payments.client import PaymentsClient
+    from payments.provider.client import PaymentsClient
 
     calls: list[str] = []
     original = PaymentsClient.get_payment

@@ -14,9 +14,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from checkout.models import Order, OrderEvent, OrderItem, Product
-from payments.calls.create import payment_send_create
+from payments.attempts.calls import payment_send_create
+from payments.attempts.rules import payment_attempt_store
 from payments.models import Payment, PaymentEvent, Refund, Subscription
-from payments.services import payment_attempt_store
 from tests.support import VISA, Api
 from webhooks.models import WebhookEvent
 
@@ -154,7 +154,7 @@ class PaymentFactory(factory.django.DjangoModelFactory):
 
 class PaymentEventFactory(factory.django.DjangoModelFactory):
     """An entry of `payment`'s ledger (required), written as the services write it (the
-    message as stored: see payments.ledger), each a second after the one before."""
+    message as stored: see payments.words), each a second after the one before."""
 
     class Meta:
         model = PaymentEvent

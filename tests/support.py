@@ -94,7 +94,7 @@ def _drop_database(url: str, name: str, *, recreate: bool = False) -> None:
 def fill_catalogue() -> None:
     """Store the payment methods catalogue as the refresh task does, from the provider the
     settings name (the pages read only the stored copy)."""
-    from payments.calls.catalogue import payment_methods_refresh
+    from payments.catalogue.calls import payment_methods_refresh
 
     assert payment_methods_refresh() is not None, "the provider gave no catalogue"
 
@@ -409,8 +409,8 @@ def abandoned_requests(base_url: str) -> int:
 def refuse_provider_calls(monkeypatch: Any) -> list[tuple[str, str]]:
     """From now on every request the shop tries to send to the provider is recorded, as
     (method, path), and none gets out: the provider is down."""
-    from payments.client import PaymentsClient
-    from payments.errors import ProviderUnavailable
+    from payments.provider.client import PaymentsClient
+    from payments.provider.errors import ProviderUnavailable
 
     sent: list[tuple[str, str]] = []
 

@@ -31,8 +31,8 @@ def test_the_import_rules_between_the_apps_hold() -> None:
     [
         (
             "checkout/services/orders.py",
-            "from payments.client import get_client",
-            "checkout is not allowed to import payments.client",
+            "from payments.provider.client import get_client",
+            "checkout is not allowed to import payments.provider.client",
         ),
         (
             "checkout/services/mail.py",

@@ -13,9 +13,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from payments.calls import payment_refresh
-from payments.errors import PaymentOutcomeUnknown, ProviderDown
 from payments.models import Payment, PaymentStatus
+from payments.provider.errors import PaymentOutcomeUnknown, ProviderDown
+from payments.rereading.calls import payment_refresh
 from tests.factories import PaymentFactory
 from tests.metrics_support import TOKEN, Samples, scrape, value
 from tests.support import DECLINED, THREE_DS, Api

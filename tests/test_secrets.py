@@ -38,9 +38,9 @@ from django.utils.log import AdminEmailHandler
 
 from checkout.models import Order, Product
 from config.logging import RedactSecrets, luhn_valid
-from payments.calls.catalogue import payment_methods_refresh
-from payments.client import get_client
+from payments.catalogue.calls import payment_methods_refresh
 from payments.models import Payment, PaymentStatus
+from payments.provider.client import get_client
 from tests.factories import ProductFactory
 from tests.shop import CUSTOMER
 from tests.support import (
@@ -689,15 +689,15 @@ def _break(monkeypatch: pytest.MonkeyPatch, where: str = "transport") -> None:
         raise RuntimeError(f"cannot map the status of {remote}")
 
     if where == "sealing":
-        import payments.sealed
+        import payments.attempts.sealed
 
-        monkeypatch.setattr(payments.sealed, "_fernet", broken_fernet)
+        monkeypatch.setattr(payments.attempts.sealed, "_fernet", broken_fernet)
     elif where == "transport":
         monkeypatch.setattr(get_client().session, "request", broken_request)
     else:
-        import payments.services.snapshots
+        import payments.snapshots
 
-        monkeypatch.setattr(payments.services.snapshots, "local_status", broken_status)
+        monkeypatch.setattr(payments.snapshots, "local_status", broken_status)
 
 
 def _attempt(harness: Harness, browser: Client, order: Order) -> HttpResponse:

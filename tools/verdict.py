@@ -11,8 +11,8 @@ from typing import Any
 
 from checkout.models import Order, OrderStatus
 from payments.models import IN_FLIGHT, Payment
+from payments.provider.types import ProviderPayment
 from payments.statuses import local_status
-from payments.types import ProviderPayment
 from webhooks.models import WebhookEvent, WebhookState
 
 

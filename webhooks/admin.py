@@ -13,7 +13,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from payments.admin_lists import (
+from core.admin_lists import (
     BoundedListAdmin,
     DateRangeFilter,
     SearchTerm,

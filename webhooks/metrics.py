@@ -9,7 +9,7 @@ from datetime import datetime
 from django.db.models import Count, Min
 from prometheus_client import Counter, Histogram
 
-from payments.metrics import GaugeValues, age_seconds, counts_by_state
+from core.metrics import GaugeValues, age_seconds, counts_by_state
 from webhooks.models import WebhookEvent, WebhookState
 
 # From a coalesced refetch (seconds) to retries over an outage (many minutes).

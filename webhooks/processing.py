@@ -1,5 +1,5 @@
 """Processing the notifications waiting for a payment: claim them, read the payment from the
-provider once (through `payments.reconciliation.payment_sync`) and apply it monotonically; hold
+provider once (through `payments.rereading.calls.payment_sync`) and apply it monotonically; hold
 them for a retry while the provider is unreachable, or give up. Only the webhooks' tasks import
 this module (the receiver's view must not reach the provider's client).
 
@@ -19,12 +19,13 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from payments.errors import PaymentError, PaymentInProgress, ProviderDown
+from core.task_queue import unmark
 from payments.models import Payment
-from payments.reconciliation import SyncOutcome, payment_sync
+from payments.provider.errors import PaymentError, PaymentInProgress, ProviderDown
+from payments.rereading.calls import SyncOutcome, payment_sync
 from webhooks.metrics import notifications_finished, notifications_given_up
 from webhooks.models import DEFERRED, GAVE_UP, WebhookEvent, WebhookState
-from webhooks.queue import unmark_queued
+from webhooks.task_names import marker
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +101,7 @@ def _unknown_lookup_allowed() -> bool:
 def webhook_process(*, payment_id: str, task_id: str) -> ProcessOutcome:
     """Refetch the payment for every notification waiting for it: one provider call however
     many there are. Raises `RetryLater` while the provider is unreachable."""
-    unmark_queued(payment_id)  # from here on, a new notification queues a new task
+    unmark(marker(payment_id))  # from here on, a new notification queues a new task
     ids = _claim(payment_id, task_id, timezone.now())
     if not ids:
         return ProcessOutcome.COALESCED

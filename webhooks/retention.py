@@ -15,13 +15,13 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from config.retention import prune_oldest
+from core.retention import prune_oldest
 from webhooks.models import FINISHED, WebhookEvent
 
 
 def webhooks_prune(*, now: datetime | None = None) -> int:
     """Delete the notifications that finished over `WEBHOOKS_KEEP_DAYS` ago, oldest first, a
-    batch per statement, within a run's budget (`config.retention`); how many were deleted.
+    batch per statement, within a run's budget (`core.retention`); how many were deleted.
     A row a staff replay takes in between is no longer finished, and is left alone."""
     before = (now or timezone.now()) - timedelta(days=settings.WEBHOOKS_KEEP_DAYS)
     # The conditions of the index `webhook_finished`, and its column's range.

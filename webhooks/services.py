@@ -15,10 +15,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core.task_queue import mark, send_each, send_once, unmark
 from webhooks.metrics import notification_received
 from webhooks.models import DEFERRED, GAVE_UP, WebhookEvent, WebhookState
 from webhooks.notifications import Notification
-from webhooks.queue import enqueue_processing, queue_now
+from webhooks.task_names import PROCESS_TASK, marker
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,34 @@ def webhook_receive(*, notification: Notification, remote_addr: str | None) -> i
 
 
 # --- Relay, retry, replay ----------------------------------------------------------------------
+
+
+def enqueue_processing(payment_id: str) -> bool:
+    """Make sure the payment's notifications will be processed: queue its task, after
+    `WEBHOOKS_COALESCE_SECONDS`, unless one is already on its way (a burst of notifications for
+    one payment is read once). False (logged) if the cache or the broker is down: the row stays
+    `received` and the relay queues it later. The marker outlives a lost task no longer than
+    the relay's wait."""
+    return send_once(
+        PROCESS_TASK,
+        marker(payment_id),
+        (payment_id,),
+        ttl=settings.WEBHOOKS_RELAY_AFTER,
+        countdown=settings.WEBHOOKS_COALESCE_SECONDS,
+        what=f"webhook for payment {payment_id}",
+    )
+
+
+def queue_now(payment_ids: Iterable[str]) -> int:
+    """Queue a processing task for each payment at once, whatever is on its way (the relay,
+    staff's retry): a task that finds nothing left to claim costs one query."""
+    ids = list(dict.fromkeys(payment_ids))
+    for payment_id in ids:
+        mark(marker(payment_id), settings.WEBHOOKS_RELAY_AFTER)
+    sent = send_each(PROCESS_TASK, [(payment_id,) for payment_id in ids])
+    for payment_id in ids[sent:]:
+        unmark(marker(payment_id))
+    return sent
 
 
 def _requeue_on_commit(payment_ids: Iterable[str]) -> None:
@@ -89,32 +118,8 @@ def webhook_relay(
     now = now or timezone.now()
     if older_than is None:
         older_than = timedelta(seconds=settings.WEBHOOKS_RELAY_AFTER)
-    cutoff = now - older_than
-    left_behind = Q(state=WebhookState.RECEIVED, received_at__lt=cutoff) & (
-        Q(relayed_at__isnull=True) | Q(relayed_at__lt=cutoff)
-    ) | Q(
-        state=WebhookState.PROCESSING,
-        claimed_at__lt=now - timedelta(seconds=settings.WEBHOOKS_CLAIM_LEASE),
-    )
-    # The conditions of the index `webhook_given_up`, as they are written there.
-    given_up = Q(state=WebhookState.FAILED, last_error__startswith=GAVE_UP)
     with transaction.atomic():
-        locked = WebhookEvent.objects.select_for_update(skip_locked=True)
-        lost = list(
-            locked.filter(left_behind)
-            .order_by("received_at", "pk")
-            .values_list("pk", "provider_payment_id", "state", "last_error")[:limit]
-        )
-        # Given up on, the longest waiting first. (Apart from the rows above, so that failed
-        # rows never crowd them out.)
-        retried: list[tuple[int, str]] = []
-        if len(lost) < limit:
-            retried = list(
-                locked.filter(given_up)
-                .filter(_failed_wait_over(now))
-                .order_by("processed_at", "pk")
-                .values_list("pk", "provider_payment_id")[: limit - len(lost)]
-            )
+        lost, retried = _left_behind(now, now - older_than, limit)
         pks = [pk for pk, *_ in lost] + [pk for pk, _ in retried]
         if not pks:
             return 0
@@ -125,6 +130,37 @@ def webhook_relay(
         _requeue_on_commit(queued)
     logger.info("relayed %d webhook event(s)", len(queued))
     return len(queued)
+
+
+def _left_behind(
+    now: datetime, cutoff: datetime, limit: int
+) -> tuple[list[tuple[int, str, str, str]], list[tuple[int, str]]]:
+    """The rows the relay takes, locked (SKIP LOCKED): those received or claimed and left
+    behind (pk, payment id, state, last error), then those given up on whose wait is over (pk,
+    payment id), apart so that failed rows never crowd the others out; `limit` in all."""
+    left_behind = Q(state=WebhookState.RECEIVED, received_at__lt=cutoff) & (
+        Q(relayed_at__isnull=True) | Q(relayed_at__lt=cutoff)
+    ) | Q(
+        state=WebhookState.PROCESSING,
+        claimed_at__lt=now - timedelta(seconds=settings.WEBHOOKS_CLAIM_LEASE),
+    )
+    # The conditions of the index `webhook_given_up`, as they are written there.
+    given_up = Q(state=WebhookState.FAILED, last_error__startswith=GAVE_UP)
+    locked = WebhookEvent.objects.select_for_update(skip_locked=True)
+    lost = list(
+        locked.filter(left_behind)
+        .order_by("received_at", "pk")
+        .values_list("pk", "provider_payment_id", "state", "last_error")[:limit]
+    )
+    retried: list[tuple[int, str]] = []
+    if len(lost) < limit:  # given up on, the longest waiting first
+        retried = list(
+            locked.filter(given_up)
+            .filter(_failed_wait_over(now))
+            .order_by("processed_at", "pk")
+            .values_list("pk", "provider_payment_id")[: limit - len(lost)]
+        )
+    return lost, retried
 
 
 def _within_lookups(rows: list[tuple[int, str, str, str]]) -> list[str]:

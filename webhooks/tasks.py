@@ -4,48 +4,43 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from celery import Task, shared_task
-from celery.utils.time import get_exponential_backoff_interval
-from django.conf import settings
+from celery import Task
 from django.utils import timezone
 
+from core.task_queue import PROVIDER_READ, shop_task
 from webhooks.processing import RetryLater, webhook_give_up, webhook_hold, webhook_process
 from webhooks.retention import webhooks_prune
 from webhooks.services import webhook_relay
+from webhooks.task_names import PROCESS_TASK
 
 
-@shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=None)
+@shop_task(PROCESS_TASK, bind=True, max_retries=None)
 def webhook_process_task(self: Task, payment_id: str) -> str:
     """Refetch a payment for the notifications waiting for it. While the provider is
-    unreachable: retries with exponential backoff and full jitter, bounded; then the events are
-    marked failed for staff. Safe to run twice or out of order (the apply is monotonic)."""
+    unreachable: retries by the `PROVIDER_READ` policy (exponential backoff with full jitter,
+    bounded); then the events are marked failed for staff. Safe to run twice or out of order
+    (the apply is monotonic)."""
     task_id = str(self.request.id)
     try:
         return str(webhook_process(payment_id=payment_id, task_id=task_id))
     except RetryLater as exc:
         retries = int(self.request.retries or 0)
-        if retries >= settings.WEBHOOKS_MAX_RETRIES:
+        if PROVIDER_READ.exhausted(retries):
             webhook_give_up(payment_id=payment_id, task_id=task_id, error=exc.message)
             return "failed"
-        countdown = get_exponential_backoff_interval(
-            factor=settings.WEBHOOKS_RETRY_BACKOFF,
-            retries=retries,
-            maximum=settings.WEBHOOKS_RETRY_BACKOFF_MAX,
-            full_jitter=True,
-        )
-        countdown = max(countdown, 1)
+        countdown = PROVIDER_READ.countdown(retries)
         until = timezone.now() + timedelta(seconds=countdown)
         webhook_hold(payment_id=payment_id, task_id=task_id, until=until)
         raise self.retry(countdown=countdown) from exc
 
 
-@shared_task(acks_late=True, ignore_result=True)
+@shop_task("webhooks.tasks.webhook_relay_task")
 def webhook_relay_task() -> int:
     """Queue again the notifications the broker never got (beat, every minute)."""
     return webhook_relay()
 
 
-@shared_task(ignore_result=True)
+@shop_task("webhooks.tasks.webhooks_prune_task", acks_late=False)
 def webhooks_prune_task() -> int:
     """Delete the notifications finished over WEBHOOKS_KEEP_DAYS ago (beat, hourly)."""
     return webhooks_prune()

@@ -28,7 +28,7 @@ RECEIVER_POLICY = "default-src 'none'; frame-ancestors 'none'"
 def _answer(status: int, body: dict[str, object]) -> JsonResponse:
     response = JsonResponse(body, status=status)
     # A JSON answer for a machine: nothing in it may load or be framed (the page policy of
-    # `config.security` is for the shop's pages, and leaves a header set here alone).
+    # `core.security` is for the shop's pages, and leaves a header set here alone).
     response["Content-Security-Policy"] = RECEIVER_POLICY
     return response
 

@@ -3,7 +3,7 @@ their text after SHOP_MAIL_KEEP_DAYS reads only those (checkout.services.retenti
 
 from django.db import migrations, models
 
-from payments.migration_ops import AddIndexOnline
+from core.migration_ops import AddIndexOnline
 
 
 class Migration(migrations.Migration):

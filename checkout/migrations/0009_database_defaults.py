@@ -4,7 +4,7 @@ release that does not know a column yet inserts rows without it."""
 
 from django.db import migrations
 
-from payments.migration_ops import KeepDatabaseDefault
+from core.migration_ops import KeepDatabaseDefault
 
 
 class Migration(migrations.Migration):

@@ -10,9 +10,9 @@ from checkout.models import Order, OrderEventKind, OrderStatus
 from checkout.selectors import order_payments
 from checkout.services.order_status import CLOSED_STATUSES, charges_held
 from checkout.services.stock import record
-from payments import calls
-from payments.errors import PaymentError, PaymentInProgress, ProviderDown
+from payments.actions.calls import payment_cancel, payment_refund
 from payments.models import PaymentStatus
+from payments.provider.errors import PaymentError, PaymentInProgress, ProviderDown
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +43,9 @@ def order_release_duplicates(*, reference: str) -> int:
     for extra in charges_held(order_payments(order))[0 if closed else 1 :]:
         try:
             if extra.status == PaymentStatus.APPROVED:
-                calls.payment_refund(payment=extra, reason=reason)
+                payment_refund(payment=extra, reason=reason)
             else:
-                calls.payment_cancel(payment=extra)
+                payment_cancel(payment=extra)
         except (PaymentInProgress, ProviderDown) as exc:
             # Another action on it is running, or the provider did not answer (or confirm):
             # the task runs again later and finds it released, or releases it then.

@@ -1,4 +1,4 @@
-"""What staff do with an order, done (by the staff actions' task, `checkout.services.staff_runs`):
+"""What staff do with an order, done (by the staff actions' task, `services.order_actions`):
 ship it (which captures a held payment, in full or for the items shipped), cancel it, refund it,
 read its payments again. The checks come first (`checkout.services.fulfilment_rules`, which the
 admin uses before it asks); the money moves through the payments app's calls (which decide with
@@ -35,9 +35,10 @@ from checkout.services.fulfilment_rules import (
 from checkout.services.mail import queue_order_mails
 from checkout.services.stock import order_restock_unshipped, record, restock
 from checkout.templatetags.shop import mxn
-from payments import calls
-from payments.errors import PaymentError
+from payments.actions.calls import payment_cancel, payment_capture, payment_refund
 from payments.models import Payment, Refund
+from payments.provider.errors import PaymentError
+from payments.rereading.calls import payment_refresh
 
 Actor = Any  # the staff user, kept in the ledgers
 
@@ -76,7 +77,7 @@ def order_ship(
     charged = released = Decimal("0.00")
     if plan.capture:
         with _provider_refusals():
-            calls.payment_capture(
+            payment_capture(
                 payment=plan.payment,
                 amount=plan.capture,
                 actor=actor,
@@ -127,11 +128,11 @@ def order_cancel(
     payment = plan.payment
     with _provider_refusals():
         if payment is not None and plan.how == "cancel":
-            calls.payment_cancel(
+            payment_cancel(
                 payment=payment, actor=actor, idempotency_key=idempotency_key, claimed=claimed
             )
         elif payment is not None and plan.how == "refund":
-            calls.payment_refund(
+            payment_refund(
                 payment=payment,
                 amount=plan.amount,
                 reason=_("Order cancelled"),
@@ -167,7 +168,7 @@ def order_refund(
     claimed = payment is not None
     payment = payment or refund_payment(order)
     with _provider_refusals():
-        refund = calls.payment_refund(
+        refund = payment_refund(
             payment=payment,
             amount=amount,
             reason=reason,
@@ -187,7 +188,7 @@ def order_refresh(*, order_id: int, actor: Actor) -> int:
     with _provider_refusals():
         for payment in order_payments(order):
             if payment.provider_id:
-                calls.payment_refresh(payment=payment, actor=actor)
+                payment_refresh(payment=payment, actor=actor)
                 read += 1
     record(order, OrderEventKind.REFRESHED, "", actor)
     return read

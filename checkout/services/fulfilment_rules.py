@@ -7,20 +7,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from django.utils.translation import gettext as _
 
 from checkout.models import Fulfilment, Order
 from checkout.selectors import order_payments
-from payments.models import IN_FLIGHT, Payment, PaymentStatus
+from core.errors import Refusal
+from payments.actions.rules import claim
+from payments.models import IN_FLIGHT, Payment, PaymentIntent, PaymentStatus
+from staff_actions.services import Asked
 
 
-class OrderActionRefused(Exception):
+class OrderActionRefused(Refusal):
     """The order's state (or its payment's, as the provider answered) does not allow it."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,13 @@ class Shipment:
     charged: Decimal  # captured by this shipment (0 when the payment was already charged)
     released: Decimal  # of the hold, given back to the card
     complete: bool  # nothing is left to ship
+
+
+# The order actions' kinds (`checkout.services.order_actions` runs them).
+SHIP = "checkout.ship"
+CANCEL = "checkout.cancel"
+REFUND = "checkout.refund"
+REFRESH = "checkout.refresh"
 
 
 @dataclass(frozen=True)
@@ -133,3 +140,49 @@ def possible_actions(order: Order) -> dict[str, bool]:
         "refund": charged,
         "refresh": any(p.provider_id for p in payments),
     }
+
+
+# --- What each order action asks, once its form is valid ------------------------------------
+
+
+def ship_asked(order: Order, quantities: dict[int, int] | None) -> Asked:
+    """The shipment checked; a held payment is claimed for its capture."""
+    plan = ship_plan(order, quantities)
+    return Asked(
+        params={
+            "quantities": {str(pk): count for pk, count in plan.chosen.items()},
+            "capture": str(plan.capture),
+        },
+        payment=plan.payment,
+        claim=claim(plan.payment, PaymentIntent.CAPTURE, PaymentStatus.AUTHORIZED)
+        if plan.capture and plan.payment is not None
+        else None,
+    )
+
+
+def cancel_asked(order: Order) -> Asked:
+    """The cancellation checked; the payment claimed for its cancellation or refund."""
+    plan = cancel_plan(order)
+    claimed = {
+        "cancel": (PaymentIntent.CANCEL, PaymentStatus.AUTHORIZED),
+        "refund": (PaymentIntent.REFUND, PaymentStatus.APPROVED),
+    }.get(plan.how)
+    return Asked(
+        params={"how": plan.how, "amount": str(plan.amount)},
+        payment=plan.payment,
+        claim=claim(plan.payment, *claimed) if claimed and plan.payment is not None else None,
+    )
+
+
+def refund_asked(order: Order, data: dict[str, Any], returned: dict[int, int]) -> Asked:
+    """The refund checked (the form bounds its amount); the charged payment claimed."""
+    payment = refund_payment(order)
+    return Asked(
+        params={
+            "amount": str(data["amount"]),
+            "reason": data["reason"],
+            "returned": {str(pk): count for pk, count in returned.items()},
+        },
+        payment=payment,
+        claim=claim(payment, PaymentIntent.REFUND, PaymentStatus.APPROVED),
+    )

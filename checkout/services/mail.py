@@ -25,9 +25,10 @@ from checkout.installments import order_installments
 from checkout.links import order_link
 from checkout.metrics import mail_failed, mail_sent
 from checkout.models import Order, OrderMail, OrderMailKind
-from checkout.queue import MAIL_SEND_TASK, queue_on_commit
 from checkout.selectors import order_payments
 from checkout.services.mails_due import order_mails_due
+from checkout.task_names import MAIL_SEND_TASK
+from core.task_queue import queue_on_commit
 from payments.models import Payment, PaymentStatus
 
 logger = logging.getLogger(__name__)

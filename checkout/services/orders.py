@@ -24,7 +24,6 @@ from checkout.models import (
     OrderStatus,
     Product,
 )
-from checkout.queue import RELEASE_DUPLICATES_TASK, queue_on_commit
 from checkout.selectors import order_payments, payments_of_orders
 from checkout.services.mail import queue_order_mails
 from checkout.services.order_status import (
@@ -35,8 +34,10 @@ from checkout.services.order_status import (
     status_given,
 )
 from checkout.services.stock import OutOfStock, order_restock_unshipped, order_take_back, record
+from checkout.task_names import RELEASE_DUPLICATES_TASK
+from core.task_queue import queue_on_commit
 from payments.models import Payment
-from payments.selectors import changed_references
+from payments.rereading.rules import changed_references
 
 logger = logging.getLogger(__name__)
 

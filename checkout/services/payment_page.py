@@ -19,11 +19,12 @@ from checkout.selectors import order_payments
 from checkout.services.order_status import derive_order_status
 from checkout.services.orders import CheckoutError, order_as_paid_now
 from checkout.services.reservations import order_expire, reservation_over
-from payments import services as payments
-from payments.errors import PaymentAttemptBlocked, PaymentError, PaymentInProgress
-from payments.messages import decline_message, failure_message
+from core.task_queue import send_once
+from payments.attempts.rules import payment_attempt_store
 from payments.models import Payment, PaymentStatus
-from payments.queue import REFRESH_TASK, publish
+from payments.provider.errors import PaymentAttemptBlocked, PaymentError, PaymentInProgress
+from payments.task_names import MARKER_TTL, REFRESH_TASK, marker
+from payments.words import decline_message, failure_message
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ def order_pay(
     if not order_as_paid_now(order).is_payable:
         raise CheckoutError(_("This order is already paid or closed."))
     try:
-        payment = payments.payment_attempt_store(
+        payment = payment_attempt_store(
             external_reference=order.reference,
             attempt_key=attempt_key,
             amount=order.total,
@@ -158,7 +159,9 @@ def order_check_payment(
         payment = attempts[-1] if attempts else None
     pending = payment is not None and payment.status == PaymentStatus.PENDING
     if refresh and pending and payment is not None and payment.provider_id:
-        publish(REFRESH_TASK, payment.pk)
+        key = marker(REFRESH_TASK, payment.pk)
+        what = f"{REFRESH_TASK} for payment {payment.pk}"
+        send_once(REFRESH_TASK, key, (payment.pk,), ttl=MARKER_TTL[REFRESH_TASK], what=what)
     return outcome_of(order, payment, attempts)
 
 

@@ -18,12 +18,12 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from checkout.models import OrderMail
-from config.retention import prune_oldest
+from core.retention import prune_oldest
 
 
 def mails_prune(*, now: datetime | None = None) -> int:
     """Blank the subject and body of the mails sent over `SHOP_MAIL_KEEP_DAYS` ago, oldest
-    first, a batch per statement, within a run's budget (`config.retention`); how many were
+    first, a batch per statement, within a run's budget (`core.retention`); how many were
     blanked."""
     before = (now or timezone.now()) - timedelta(days=settings.SHOP_MAIL_KEEP_DAYS)
     # The conditions of the index `order_mail_text_kept`, and its column's range.

@@ -8,7 +8,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from payments.pesos import pesos
+from core.money import pesos
 
 register = template.Library()
 

@@ -17,7 +17,7 @@ from config.env import (
     env_list,
     env_str,
 )
-from config.security import content_security_policy
+from core.security import content_security_policy
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("SHOP_VAR_DIR", str(BASE_DIR / "var")))
@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "csp",
     "django_ratelimit",
     "django_guid",
+    "staff_actions",
     "payments",
     "checkout",
     "webhooks",
@@ -50,10 +51,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every response carries the request id, and every log line of the request (django-guid,
     # after the shop's check of the caller's id: "Request ids" below).
-    "config.request_id.IncomingRequestIdCheck",
+    "core.request_id.IncomingRequestIdCheck",
     "django_guid.middleware.guid_middleware",
     "django.middleware.security.SecurityMiddleware",
-    "config.security.ShopCSPMiddleware",
+    "core.security.ShopCSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -237,9 +238,9 @@ CELERY_TIMEZONE = "UTC"
 # started before the next one is due is dropped (`expires`), so a backlog never piles up.
 WEBHOOKS_RELAY_EVERY = env_int("WEBHOOKS_RELAY_EVERY", 60)
 PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 60)
-# The provider read budget (payments/read_budget.py): reads of payments a minute, all of the
+# The provider read budget (payments/rereading/rules.py): reads of payments a minute, all of the
 # shop's together. Reads for notifications, staff and shoppers' pages always go and are counted;
-# the schedule (payments/read_schedule.py) uses what they leave. 600 a minute is 10 a second,
+# the schedule (payments/rereading/rules.py) uses what they leave. 600 a minute is 10 a second,
 # well under the rate limits card providers publish; README.md says up to which volume it keeps
 # the schedule.
 PAYMENTS_PROVIDER_READS_PER_MINUTE = env_int("PAYMENTS_PROVIDER_READS_PER_MINUTE", 600)
@@ -294,7 +295,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "options": {"expires": PAYMENTS_RECONCILE_EVERY * 0.9},
     },
     # Payments written without a read schedule (by the release before it) get theirs, in
-    # batches (payments.read_schedule.schedule_unscheduled).
+    # batches (payments.rereading.rules.schedule_unscheduled).
     "payments-schedule": {
         "task": "payments.tasks.payments_schedule_task",
         "schedule": 300.0,
@@ -394,15 +395,15 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 
-# The shop's JSON endpoints (config.api): JSON only, one error shape, described by
+# The shop's JSON endpoints (core.api): JSON only, one error shape, described by
 # drf-spectacular at /api/schema/ (`manage.py spectacular --validate --fail-on-warn`).
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["config.parsers.BoundedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.BoundedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_METADATA_CLASS": None,
-    "EXCEPTION_HANDLER": "config.api.exception_handler",
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "COERCE_DECIMAL_TO_STRING": True,
 }
@@ -428,7 +429,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "webhooks.openapi.add_receiver",
-        "config.openapi.document_refused_methods",
+        "core.openapi.document_refused_methods",
     ],
 }
 
@@ -490,7 +491,7 @@ RATELIMIT_VIEW = "config.views.ratelimited"
 # Behind a proxy, the META key of the header that carries the client's address
 # (e.g. HTTP_X_REAL_IP); unset, REMOTE_ADDR.
 SHOP_CLIENT_IP_HEADER = env_str("SHOP_CLIENT_IP_HEADER")
-RATELIMIT_IP_META_KEY = "config.ratelimits.client_address"
+RATELIMIT_IP_META_KEY = "core.ratelimits.client_address"
 if not REDIS_URL:
     # The demo's file cache counts well enough on one machine; production uses Redis.
     SILENCED_SYSTEM_CHECKS = ["django_ratelimit.E003", "django_ratelimit.W001"]
@@ -526,13 +527,13 @@ WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = env_int("WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINU
 WEBHOOKS_KEEP_DAYS = env_int("WEBHOOKS_KEEP_DAYS", 90)
 
 # --- Request ids ------------------------------------------------------------------------------
-# django-guid (config/request_id.py): the caller's X-Request-ID when config.request_id accepts it
+# django-guid (core/request_id.py): the caller's X-Request-ID when core.request_id accepts it
 # (8 to 64 letters, digits, '.', '_', '-'; django-guid's own check would keep UUIDs only), else a
 # new one; answered in X-Request-ID; carried to the Celery tasks queued under it (and their
 # retries), whose log lines and provider calls carry it; a task from beat gets a new one.
 DJANGO_GUID = {
     "GUID_HEADER_NAME": "X-Request-ID",
-    "VALIDATE_GUID": False,  # config.request_id.IncomingRequestIdCheck has checked it
+    "VALIDATE_GUID": False,  # core.request_id.IncomingRequestIdCheck has checked it
     "RETURN_HEADER": True,
     "EXPOSE_HEADER": False,  # no cross-origin reader
     # Workers log through LOGGING (its redaction and format), as the web processes do.
@@ -557,7 +558,7 @@ LOGGING = {
         },
     },
     "filters": {
-        "request_id": {"()": "config.request_id.RequestIdFilter"},
+        "request_id": {"()": "core.request_id.RequestIdFilter"},
         "redact": {"()": "config.logging.RedactSecrets"},
         "webhook_request": {"()": "config.logging.WebhookRequestRedacted"},
         "database_unavailable": {"()": "config.logging.DatabaseUnavailableWarning"},

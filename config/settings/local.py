@@ -11,6 +11,9 @@ from config.settings import base
 from config.settings.base import *  # noqa: F403
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
+# The developer tools' commands (`manage.py fill_volume`): here and in the test and bench
+# settings, which build on these; never in production.
+INSTALLED_APPS = [*base.INSTALLED_APPS, "tools"]
 SECRET_KEY = base.SECRET_KEY or "local-demo-only-not-secret-3b9f0c2e7a41"
 
 PAYMENTS_PUBLIC_KEY = base.PAYMENTS_PUBLIC_KEY or env_str("SANDBOX_PUBLIC_KEY", "pk_sandbox_demo")

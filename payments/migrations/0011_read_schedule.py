@@ -1,4 +1,4 @@
-"""The payments' read schedule (payments.read_schedule). `checks_done` has a database default:
+"""The payments' read schedule (payments.rereading.rules). `checks_done` has a database default:
 the release before the schedule inserts payments without it. The payments written before the
 schedule get theirs from the `payments-schedule` beat task, in small batches, never in one
 statement over the whole table inside this migration."""

@@ -3,7 +3,7 @@
 import django.db.models.functions.text
 from django.db import migrations, models
 
-from payments.migration_ops import AddIndexOnline
+from core.migration_ops import AddIndexOnline
 
 
 class Migration(migrations.Migration):

@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db import migrations, models
 
-from payments.migration_ops import AddIndexOnline
+from core.migration_ops import AddIndexOnline
 
 
 class Migration(migrations.Migration):

@@ -6,7 +6,7 @@ beat task finds them, newest first."""
 
 from django.db import migrations, models
 
-from payments.migration_ops import AddIndexOnline, KeepDatabaseDefault
+from core.migration_ops import AddIndexOnline, KeepDatabaseDefault
 
 
 class Migration(migrations.Migration):

@@ -162,55 +162,61 @@ def _refuse_unpayable(token: CardToken, data: dict[str, Any]) -> None:
         raise ApiError(500, INTERNAL_ERROR, "Internal error.", [])
 
 
+def _new_payment(token: CardToken, data: dict[str, Any], now: datetime) -> Payment:
+    """The payment the request describes, paid with the token's card (not saved, no status)."""
+    return Payment(
+        capture_method=data.get("capture_method", CaptureMethod.AUTOMATIC),
+        amount=data["amount"],
+        tip_amount=data.get("tip_amount") or Decimal("0.00"),
+        installments=data.get("installments", 1),
+        binary_mode=data.get("binary_mode", False),
+        currency=data["currency"],
+        country=data.get("country", "MX"),
+        description=data.get("description", ""),
+        external_reference=data.get("external_reference", ""),
+        statement_descriptor=data.get("statement_descriptor", ""),
+        receipt_no=f"{secrets.randbelow(10**8):08d}",
+        customer=data.get("customer", {}),
+        prevention_data=data.get("prevention_data", {}),
+        metadata=data.get("metadata", {}),
+        method=token.method,
+        token=token,
+        card=card_json(token),
+        return_url=data.get("return_url", ""),
+        webhook_url=data.get("webhook_url", ""),
+        created_at=now,
+        updated_at=now,
+        version=1,
+    )
+
+
+def _apply_card_outcome(payment: Payment, scenario: str, now: datetime) -> None:
+    """Set the status the test card's scenario gives a new payment."""
+    if scenario == Scenario.APPROVE:
+        if payment.capture_method == CaptureMethod.MANUAL:
+            _set_status(payment, PaymentStatus.AUTHORIZED, "AU-CAP01", now)
+        else:
+            _charge_in_full(payment, payment.amount, now)
+    elif scenario == Scenario.THREE_DS and payment.binary_mode:
+        _set_status(payment, PaymentStatus.REJECTED, "RE-BIN01", now)
+    elif scenario == Scenario.THREE_DS:
+        _set_status(payment, PaymentStatus.PENDING, "PE-3DS01", now)
+        payment.challenge_id = secrets.token_urlsafe(24)
+        payment.challenge_expires_at = now + CHALLENGE_VALIDITY
+    elif scenario == Scenario.INSUFFICIENT_FUNDS:
+        _set_status(payment, PaymentStatus.REJECTED, "RE-FUN01", now)
+    else:
+        _set_status(payment, PaymentStatus.REJECTED, "RE-DEC01", now)
+
+
 def payment_create(*, data: dict[str, Any]) -> Payment:
     """POST /payments: one card token pays once; the test card decides the outcome."""
     with transaction.atomic():
         token = card_token_claim(token_id=data["payment_method"]["token"])
         _refuse_unpayable(token, data)
-        method, country = token.method, data.get("country", "MX")
-        amount: Decimal = data["amount"]
-        installments = data.get("installments", 1)
         now = clock.now()
-        payment = Payment(
-            capture_method=data.get("capture_method", CaptureMethod.AUTOMATIC),
-            amount=amount,
-            tip_amount=data.get("tip_amount") or Decimal("0.00"),
-            installments=installments,
-            binary_mode=data.get("binary_mode", False),
-            currency=data["currency"],
-            country=country,
-            description=data.get("description", ""),
-            external_reference=data.get("external_reference", ""),
-            statement_descriptor=data.get("statement_descriptor", ""),
-            receipt_no=f"{secrets.randbelow(10**8):08d}",
-            customer=data.get("customer", {}),
-            prevention_data=data.get("prevention_data", {}),
-            metadata=data.get("metadata", {}),
-            method=method,
-            token=token,
-            card=card_json(token),
-            return_url=data.get("return_url", ""),
-            webhook_url=data.get("webhook_url", ""),
-            created_at=now,
-            updated_at=now,
-            version=1,
-        )
-        manual = payment.capture_method == CaptureMethod.MANUAL
-        if token.scenario == Scenario.APPROVE:
-            if manual:
-                _set_status(payment, PaymentStatus.AUTHORIZED, "AU-CAP01", now)
-            else:
-                _charge_in_full(payment, amount, now)
-        elif token.scenario == Scenario.THREE_DS and payment.binary_mode:
-            _set_status(payment, PaymentStatus.REJECTED, "RE-BIN01", now)
-        elif token.scenario == Scenario.THREE_DS:
-            _set_status(payment, PaymentStatus.PENDING, "PE-3DS01", now)
-            payment.challenge_id = secrets.token_urlsafe(24)
-            payment.challenge_expires_at = now + CHALLENGE_VALIDITY
-        elif token.scenario == Scenario.INSUFFICIENT_FUNDS:
-            _set_status(payment, PaymentStatus.REJECTED, "RE-FUN01", now)
-        else:
-            _set_status(payment, PaymentStatus.REJECTED, "RE-DEC01", now)
+        payment = _new_payment(token, data, now)
+        _apply_card_outcome(payment, token.scenario, now)
         token.used_at = now
         token.save(update_fields=["used_at"])
         payment.save()

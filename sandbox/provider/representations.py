@@ -89,28 +89,46 @@ def refund_json(refund: Refund) -> dict[str, Any]:
     }
 
 
+def _served_status(payment: Payment, quirks: dict[str, Any]) -> str:
+    """The status as the sandbox's quirks show it."""
+    if payment.status == PaymentStatus.AUTHORIZED and quirks.get("authorized_as_approved"):
+        # The spec's sample authorization: status `approved` with detail AU-CAP01.
+        return PaymentStatus.APPROVED
+    return payment.status
+
+
+def _status_detail_json(payment: Payment) -> dict[str, str]:
+    message = payment.status_message
+    if payment.status_code == "PE-3DS01":
+        message = vary_case(message)
+    return {"code": payment.status_code, "message": message}
+
+
+def _pending_action_json(payment: Payment, base_url: str) -> dict[str, str]:
+    """The 3-D Secure challenge a pending payment waits for, or nothing."""
+    if payment.status == PaymentStatus.PENDING and payment.challenge_id:
+        return {"type": "open_modal", "url": f"{base_url}/3ds/{payment.challenge_id}"}
+    return {}
+
+
+def _installment_amount(payment: Payment) -> Decimal:
+    """The amount divided by the installments, rounded to cents (half up, as shops write it)."""
+    return (payment.amount / payment.installments).quantize(CENT, ROUND_HALF_UP)
+
+
 def payment_json(
     payment: Payment, base_url: str, quirks: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     quirks = quirks if quirks is not None else SandboxState.load().quirks
-    status = payment.status
-    if status == PaymentStatus.AUTHORIZED and quirks.get("authorized_as_approved"):
-        # The spec's sample authorization: status `approved` with detail AU-CAP01.
-        status = PaymentStatus.APPROVED
-    message = payment.status_message
-    if payment.status_code == "PE-3DS01":
-        message = vary_case(message)
-    pending_action: dict[str, str] = {}
-    if payment.status == PaymentStatus.PENDING and payment.challenge_id:
-        pending_action = {"type": "open_modal", "url": f"{base_url}/3ds/{payment.challenge_id}"}
-    # The amount divided by the installments, rounded to cents (half up, as shops write it).
-    installment_amount = (payment.amount / payment.installments).quantize(CENT, ROUND_HALF_UP)
+    status = _served_status(payment, quirks)
+    status_detail = _status_detail_json(payment)
+    pending_action = _pending_action_json(payment, base_url)
     return {
         "id": str(payment.id),
         "amount": money(payment.amount),
         "tip_amount": money(payment.tip_amount),
         "amount_refunded": money(payment.amount_refunded),
-        "installment_amount": installment_amount,
+        "installment_amount": _installment_amount(payment),
         "installments": payment.installments,
         "capture_method": payment.capture_method,
         "net_amount": money(payment.captured_amount - payment.amount_refunded),
@@ -135,7 +153,7 @@ def payment_json(
         "refunds": [refund_json(r) for r in payment.refund_records.all()],
         "statement_descriptor": payment.statement_descriptor,
         "status": status,
-        "status_detail": {"code": payment.status_code, "message": message},
+        "status_detail": status_detail,
         "metadata": payment.metadata,
         "return_url": payment.return_url,
         "webhook_url": payment.webhook_url,

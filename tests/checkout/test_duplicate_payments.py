@@ -11,8 +11,8 @@ from django.core import mail
 
 from checkout.models import Order, OrderStatus
 from checkout.services import order_payments
-from payments.calls import payment_refresh
 from payments.models import Payment, PaymentStatus
+from payments.rereading.calls import payment_refresh
 from tests.checkout.support import open_challenge, pay_order
 from tests.factories import ProductFactory
 from tests.support import VISA, Api
@@ -91,14 +91,14 @@ def test_a_duplicate_another_action_is_releasing_is_logged_as_such_not_as_an_err
     import logging
 
     import checkout.services.duplicate_charges
-    from payments.errors import PaymentInProgress
+    from payments.provider.errors import PaymentInProgress
 
     _, first = _paid_twice(provider)
 
     def busy(**_: object) -> None:
         raise PaymentInProgress("Another action (refund) is already running.")
 
-    monkeypatch.setattr(checkout.services.duplicate_charges.calls, "payment_refund", busy)
+    monkeypatch.setattr(checkout.services.duplicate_charges, "payment_refund", busy)
     caplog.set_level(logging.INFO, logger="checkout.services.duplicate_charges")
     payment_refresh(payment=first)
     run_queued()

@@ -26,10 +26,10 @@ from checkout.installments import (
 )
 from checkout.models import Order, Product
 from config.env import env_decimal, env_int_list
-from payments import calls
-from payments.client import get_client
+from payments.actions.calls import payment_capture, payment_refund
 from payments.models import Payment
-from payments.types import PaymentMethodEntry
+from payments.provider.client import get_client
+from payments.provider.types import PaymentMethodEntry
 from tests.html_tree import html
 from tests.shop import creates_sent_here, place_order, shopper
 from tests.support import INSTALLMENTS_VISA, VISA, Api, free_port
@@ -199,7 +199,7 @@ def test_without_a_stored_catalogue_a_plan_cannot_be_checked(shop: Api, settings
     from django.core.cache import cache
     from django.utils import translation
 
-    from payments.catalogue import CATALOGUE_CACHE_KEY
+    from payments.catalogue.rules import CATALOGUE_CACHE_KEY
 
     cache.delete(CATALOGUE_CACHE_KEY)
     settings.PAYMENTS_API_BASE_URL = f"http://127.0.0.1:{free_port()}"
@@ -421,8 +421,8 @@ def test_an_installment_authorization_is_captured_in_part_and_refunded(
     assert pay(browser, order, token, 6, "415231").json()["result"] == "authorized"
     payment = Payment.objects.get(external_reference=order.reference)
 
-    calls.payment_capture(payment=payment, amount=Decimal("1200.00"))
-    calls.payment_refund(payment=payment, amount=Decimal("200.00"), reason="one item back")
+    payment_capture(payment=payment, amount=Decimal("1200.00"))
+    payment_refund(payment=payment, amount=Decimal("200.00"), reason="one item back")
 
     payment.refresh_from_db()
     assert (payment.status, payment.captured_amount, payment.refunded_amount) == (

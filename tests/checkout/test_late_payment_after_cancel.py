@@ -21,8 +21,8 @@ from checkout.selectors import order_payments
 from checkout.services import order_sync_status
 from checkout.services.orders import orders_out_of_step
 from checkout.services.stock import order_restock_unshipped, record
-from payments.calls import payment_refresh
 from payments.models import PaymentStatus
+from payments.rereading.calls import payment_refresh
 from tests.checkout.support import expect_given_back, open_challenge, pass_challenge, stock
 from tests.factories import ProductFactory
 from tests.html_tree import html

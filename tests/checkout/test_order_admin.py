@@ -309,7 +309,7 @@ def test_every_action_url_answers_by_permission(
         assert (remote_of(shop, order), stock(blusa)) == before
     elif method == "get":
         assert response.status_code == 200
-        assert 'id="order-action"' in response.content.decode()
+        assert 'id="staff-action"' in response.content.decode()
     else:
         assert response.status_code in (200, 302)
     if who == "consulta":

@@ -15,8 +15,8 @@ from django.test import Client
 from django.urls import reverse
 
 from checkout.models import Order, OrderStatus, Product
-from payments.client import PaymentsClient
 from payments.models import Payment
+from payments.provider.client import PaymentsClient
 from tests.html_tree import html
 from tests.shop import CUSTOMER, creates_sent_here, make_order, own, place_order, shopper
 from tests.support import DECLINED, MASTER, THREE_DS, VISA, Api, free_port

@@ -10,10 +10,11 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-import payments.catalogue
+import payments.catalogue.rules
 from checkout.models import Order, OrderStatus, Product
-from payments.catalogue import CATALOGUE_CACHE_KEY, REFRESH_TASK, payment_methods_for
-from payments.client import PaymentsClient
+from payments.catalogue.rules import CATALOGUE_CACHE_KEY, payment_methods_for
+from payments.provider.client import PaymentsClient
+from payments.task_names import METHODS_REFRESH_TASK as REFRESH_TASK
 from payments.tasks import payment_methods_refresh_task
 from tests.html_tree import Node, html
 from tests.shop import make_order, own, place_order, shopper
@@ -259,8 +260,8 @@ def test_without_redis_the_page_renders_without_the_catalogue(
     payment page still renders (no 500), without the catalogue, and does not call the provider
     (a refresh could not store its answer)."""
     order = order_of(browser, make_product, "289.00")
-    monkeypatch.setattr(payments.catalogue._LastRead, "entries", None)
-    monkeypatch.setattr(payments.catalogue, "cache", BrokenCache())
+    monkeypatch.setattr(payments.catalogue.rules._LastRead, "entries", None)
+    monkeypatch.setattr(payments.catalogue.rules, "cache", BrokenCache())
 
     response = pay_page(browser, order)
 
@@ -279,9 +280,9 @@ def test_without_redis_the_page_shows_the_catalogue_the_process_read_last(
     """Given a process that showed the stored catalogue, when the cache (Redis) becomes
     unreachable, its payment page shows the same methods, and still calls no provider."""
     order = order_of(browser, make_product, "289.00")
-    monkeypatch.setattr(payments.catalogue._LastRead, "entries", None)
+    monkeypatch.setattr(payments.catalogue.rules._LastRead, "entries", None)
     before = html(pay_page(browser, order))
-    monkeypatch.setattr(payments.catalogue, "cache", BrokenCache())
+    monkeypatch.setattr(payments.catalogue.rules, "cache", BrokenCache())
 
     response = pay_page(browser, order)
 

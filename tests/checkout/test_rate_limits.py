@@ -25,8 +25,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from checkout.models import Order, OrderStatus, Product
-from payments.client import PaymentsClient
 from payments.models import Payment
+from payments.provider.client import PaymentsClient
 from tests.shop import creates_sent_here, make_order, own, send_creates, shopper
 from tests.support import DECLINED, THREE_DS, VISA, Api, clear_cache
 

@@ -23,8 +23,8 @@ from checkout.selectors import order_payments
 from checkout.services import CheckoutError, order_create_from_cart, order_sync_status
 from checkout.services.reservations import order_expire, reservations_expire
 from checkout.tasks import reservations_expire_task
-from payments.calls import payment_refresh
 from payments.models import PaymentStatus
+from payments.rereading.calls import payment_refresh
 from tests.checkout.support import expect_given_back, open_challenge, pass_challenge, stock
 from tests.factories import PaymentFactory, ProductFactory
 from tests.html_tree import html

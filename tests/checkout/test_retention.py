@@ -27,7 +27,8 @@ from django.utils import timezone
 from checkout.models import Order, OrderEvent, OrderItem, OrderMail, Product
 from checkout.services.retention import mails_prune, sessions_prune
 from checkout.tasks import mails_prune_task, sessions_prune_task
-from payments.models import Payment, PaymentEvent, Refund, StaffAction
+from payments.models import Payment, PaymentEvent, Refund
+from staff_actions.models import StaffAction
 from tests.factories import OrderEventFactory, PaymentEventFactory, PaymentFactory, RefundFactory
 from tests.shop import make_order
 from tests.support import plan_of

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from config.logging import RedactSecrets, console_formatter
-from config.request_id import RequestIdFilter
+from core.request_id import RequestIdFilter
 
 
 @pytest.fixture

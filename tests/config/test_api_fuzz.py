@@ -52,10 +52,11 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from checkout.models import Order, OrderStatus, Product
-from payments import queue
-from payments.calls.catalogue import provider_check
-from payments.client import get_client
+from core.task_queue import is_marked, unmark
+from payments.catalogue.calls import provider_check
 from payments.models import Payment, PaymentStatus
+from payments.provider.client import get_client
+from payments.task_names import REFRESH_TASK, marker
 from tests.factories import ProductFactory
 from tests.html_tree import html
 from tests.shop import add_to_cart, cart_of, creates_sent_here, make_order, own, place_order
@@ -88,7 +89,7 @@ BASE_URL = "http://localhost"
 CLIENT_ADDRESS = "203.0.113.7"
 TOKEN = "whk-fuzz-9d2c7b1e4a6f8053"
 WEBHOOK_LIMIT = 512  # a small WEBHOOKS_MAX_BODY_BYTES, so that oversized bodies come up too
-PAY_LIMIT = 4096  # the JSON endpoints' body limit (config.api)
+PAY_LIMIT = 4096  # the JSON endpoints' body limit (core.api)
 CSP_LIMIT = 8192  # config.csp_reports.MAX_REPORT_BYTES
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
@@ -518,7 +519,7 @@ def test_payment_status_fuzz(
         fixed["query"] = {"payment_id": payment_id}
     case = data.draw(cases(operation, **fixed))
     before, calls = state(buyer), len(provider_calls)
-    queue.unmark(queue.REFRESH_TASK, pending.pk)
+    unmark(marker(REFRESH_TASK, pending.pk))
 
     response = shop.send(case, wire_body(case), headers=data.draw(NOISE_HEADERS))
 
@@ -536,7 +537,7 @@ def test_payment_status_fuzz(
     asked = case.query.get("payment_id", "")[:64]
     checks_pending = expected == 200 and asked in ("", pending.provider_id)
     assert len(provider_calls) == calls, provider_calls[calls:]
-    assert queue.is_queued(queue.REFRESH_TASK, pending.pk) == checks_pending
+    assert is_marked(marker(REFRESH_TASK, pending.pk)) == checks_pending
     if expected == 200:
         outcome = response.json()
         assert outcome["result"] == ("pending" if checks_pending else "unknown"), outcome

@@ -1,4 +1,4 @@
-"""Which database errors mean the database cannot be reached (config/db_errors.py): those are
+"""Which database errors mean the database cannot be reached (core/db_errors.py): those are
 answered 503 with Retry-After; any other database error is the shop's own, answered 500."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from django.db import Error, IntegrityError, InterfaceError, OperationalError
 
-from config.db_errors import database_unavailable
+from core.db_errors import database_unavailable
 
 
 def raised_from(django_error: type[Error], driver_error: Exception) -> Error:

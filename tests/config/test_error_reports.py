@@ -32,8 +32,8 @@ from django.views.decorators.csrf import csrf_exempt
 from config.env import basic_access_token
 from config.error_reports import error_reports_start
 from config.urls import urlpatterns as shop_urlpatterns
-from payments.client import get_client
-from payments.errors import NotFound
+from payments.provider.client import get_client
+from payments.provider.errors import NotFound
 from tests.config.error_report_tasks import FAILING_TASK
 from tests.config.support import TOKEN, JsonAnswering, load_settings, request_id_bound
 from tests.support import ROOT, wait_until

@@ -1,4 +1,4 @@
-"""Request ids (django-guid, config/request_id.py): one per web request, kept from a valid
+"""Request ids (django-guid, core/request_id.py): one per web request, kept from a valid
 X-Request-ID or made here, on every log line the request causes, and carried from the web request
 to the Celery task, its retries and the provider."""
 
@@ -18,8 +18,8 @@ from django.test import Client
 from django.urls import reverse
 from django_guid import get_guid
 
-from payments.client import get_client
-from payments.errors import ProviderUnavailable
+from payments.provider.client import get_client
+from payments.provider.errors import ProviderUnavailable
 from tests.config.support import TOKEN, JsonAnswering, request_id_bound
 from tests.support import wait_until
 from webhooks.models import WebhookEvent, WebhookState
@@ -180,7 +180,7 @@ def test_the_request_id_reaches_the_task_its_retries_and_the_provider(
         timeout=60,
     )
     lines = json_log()
-    calls = [line for line in lines if line["logger"] == "payments.client"]
+    calls = [line for line in lines if line["logger"] == "payments.provider.client"]
     assert len(calls) == 2, calls  # the task's first run and its one retry
     assert all(payment_id in line["message"] for line in calls)
     retried = [line for line in lines if " retry: " in line["message"]]

@@ -99,7 +99,7 @@ def test_production_settings_come_from_the_environment(tmp_path: Path) -> None:
         "proxy": ["HTTP_X_FORWARDED_PROTO", "https"],
         "static": "whitenoise.storage.CompressedManifestStaticFilesStorage",
         "log_format": "json",
-        "middleware": "config.request_id.IncomingRequestIdCheck",
+        "middleware": "core.request_id.IncomingRequestIdCheck",
         "silenced": [],
     }
     assert found["ssl-on"]["proxy"] == ["HTTP_X_FORWARDED_SSL", "on"]

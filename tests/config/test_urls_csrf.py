@@ -41,9 +41,9 @@ from payments.models import (
     PaymentEvent,
     PaymentStatus,
     Refund,
-    StaffAction,
     Subscription,
 )
+from staff_actions.models import StaffAction
 from tests.factories import PaymentFactory, ProductFactory
 from tests.shop import CUSTOMER, make_order, own
 from webhooks.models import WebhookEvent, WebhookState
@@ -289,10 +289,11 @@ def attempt_stored(world: World, response: Any) -> None:
 def read_queued(world: World, response: Any) -> None:
     """The status answered from the shop's records, and a read of the payment waiting for its
     3-D Secure challenge queued for a task; the request itself calls nobody."""
-    from payments.queue import REFRESH_TASK, is_queued
+    from core.task_queue import is_marked
+    from payments.task_names import REFRESH_TASK, marker
 
     assert response.status_code == 200 and response.json()["result"] == "pending"
-    assert is_queued(REFRESH_TASK, _waiting_payment(world).pk)
+    assert is_marked(marker(REFRESH_TASK, _waiting_payment(world).pk))
     assert world.calls == [], world.calls
 
 

@@ -17,8 +17,9 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from checkout.models import Product
-from payments.calls import subscription_sync
-from payments.models import Payment, PaymentStatus, StaffAction, Subscription
+from payments.actions.subscription_calls import subscription_sync
+from payments.models import Payment, PaymentStatus, Subscription
+from staff_actions.models import StaffAction
 from tests.checkout.support import remote_of
 from tests.e2e.support import Shop, log_in, success
 from tests.shop import paid_order

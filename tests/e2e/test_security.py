@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, unquote_plus, urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from config.security import origin_of
+from core.security import origin_of
 from tests.e2e.shopper import Shopper, expect_paid_order_page, expect_refused
 from tests.e2e.support import Shop, card_numbers_in
 from tests.support import DECLINED, THREE_DS, VISA, wait_until

@@ -9,9 +9,9 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
-from payments.client import PaymentsClient, default_retry
-from payments.errors import ProviderApiError
-from payments.types import ProviderPayment
+from payments.provider.client import PaymentsClient, default_retry
+from payments.provider.errors import ProviderApiError
+from payments.provider.types import ProviderPayment
 from tests.support import CVV_FOR, VISA
 
 # A subscription seeded by every sandbox reset (sandbox/provider/subscriptions.py).

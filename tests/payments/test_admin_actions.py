@@ -16,7 +16,7 @@ from django.contrib.admin.models import CHANGE
 from django.test import Client
 from django.utils.html import escape
 
-from payments.calls import payment_refund
+from payments.actions.calls import payment_refund
 from payments.models import PaymentEventKind, PaymentStatus, Refund
 from tests.payments.admin_support import (
     action_url,

@@ -1,5 +1,5 @@
 """The four staff lists (orders, payments, notifications, subscriptions) cost the same on a year
-of rows as on a day's (payments.admin_lists): as many queries for 60 rows as for 1, whatever is
+of rows as on a day's (core.admin_lists): as many queries for 60 rows as for 1, whatever is
 asked (a filter, a search, a sort); a count that stops at its limit and says "more than"; date
 ranges instead of the date hierarchy; searches by whole keys, each routed by its shape.
 
@@ -23,7 +23,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from checkout.models import Order
-from payments.admin_lists import BoundedPaginator
+from core.admin_lists import BoundedPaginator
 from payments.models import Payment
 from tests.factories import (
     OrderFactory,

@@ -14,7 +14,7 @@ import pytest
 from django.test import Client
 from django.utils.html import strip_tags
 
-from payments.calls import payment_refund
+from payments.actions.calls import payment_refund
 from payments.models import PaymentStatus, Refund
 from tests.payments.admin_support import (
     VIEW_PAYMENTS,

@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 
-from payments.calls import subscription_sync
+from payments.actions.subscription_calls import subscription_sync
 from payments.models import Subscription
 from tests.payments.admin_support import (
     action_choices,
@@ -76,7 +76,7 @@ def test_subscription_cancel_confirms_then_cancels(
     page = client.post(reverse(SUBSCRIPTIONS), data)
 
     assert page.status_code == 200
-    assert "admin/payments/subscription/cancel_confirm.html" in [t.name for t in page.templates]
+    assert "admin/staff_actions/confirm.html" in [t.name for t in page.templates]
     assert 'name="confirmed" value="yes"' in page.content.decode()
     assert puts() == 0
     assert _remote_subscription(provider, SEED_MARIA)["status"] == "active"

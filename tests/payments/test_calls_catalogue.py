@@ -1,4 +1,4 @@
-"""The payment methods catalogue's refresh and the provider check (payments/calls/catalogue.py):
+"""The payment methods catalogue's refresh and the provider check (payments/catalogue/calls.py):
 Celery tasks that call the provider and store what the pages and `/healthz/deps` read; and the
 refresh a worker queues when it starts."""
 
@@ -10,8 +10,9 @@ import pytest
 from celery.signals import worker_ready
 from django.core.cache import cache
 
-from payments.catalogue import CATALOGUE_CACHE_KEY, REFRESH_TASK, stored_catalogue
+from payments.catalogue.rules import CATALOGUE_CACHE_KEY, stored_catalogue
 from payments.health import provider_check_read
+from payments.task_names import METHODS_REFRESH_TASK as REFRESH_TASK
 from payments.tasks import payment_methods_refresh_task, provider_check_task
 from tests.support import Api, clear_cache, free_port
 from tests.webhooks.support import take_queued

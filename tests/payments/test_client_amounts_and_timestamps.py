@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from payments.types import ProviderPayment
+from payments.provider.types import ProviderPayment
 from tests.payments.client_support import FAKE_URL, PAYMENT_ID, dumps, fake_client, payment_json
 
 TWO_PLACES = st.decimals(

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from payments.client import PaymentsClient, default_retry
-from payments.errors import OutcomeUnknown, ProviderUnavailable
+from payments.provider.client import PaymentsClient, default_retry
+from payments.provider.errors import OutcomeUnknown, ProviderUnavailable
 from tests.payments.client_support import PAYMENT_ID, error_body, key
 from tests.support import free_port
 

@@ -11,7 +11,7 @@ import pytest
 import requests
 import responses
 
-from payments.errors import (
+from payments.provider.errors import (
     Conflict,
     InvalidRequest,
     NotFound,

@@ -13,8 +13,8 @@ import pytest
 import requests
 import responses
 
-from payments.client import PaymentsClient, default_retry
-from payments.errors import Conflict, NotFound, OutcomeUnknown, Unauthorized
+from payments.provider.client import PaymentsClient, default_retry
+from payments.provider.errors import Conflict, NotFound, OutcomeUnknown, Unauthorized
 from tests.payments.client_support import (
     FAKE_URL,
     PAYMENT_ID,
@@ -34,7 +34,7 @@ def test_calls_are_logged_without_credentials(
 ) -> None:
     """Each call logs method, path, status and request id; no token, secret or card token."""
     caplog.set_level(logging.DEBUG)
-    caplog.set_level(logging.INFO, logger="payments.client")
+    caplog.set_level(logging.INFO, logger="payments.provider.client")
     client = PaymentsClient.from_settings()
     card_token = token_for(client)
     payment = client.create_payment(body=payment_body(card_token), idempotency_key=key())
@@ -45,7 +45,7 @@ def test_calls_are_logged_without_credentials(
     with pytest.raises(Unauthorized):
         PaymentsClient.from_settings().get_payment(payment.id)
 
-    lines = [r.getMessage() for r in caplog.records if r.name == "payments.client"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "payments.provider.client"]
     assert len(lines) == 5, lines
     expected = [
         r"POST /card_tokens -> 201 ",
@@ -58,7 +58,9 @@ def test_calls_are_logged_without_credentials(
         assert re.search(pattern, line), line
         assert re.search(r"request_id=[0-9a-f]{32}", line), line
     assert f"request_id={missing.value.request_id}" in lines[3]
-    assert all(r.levelno == logging.INFO for r in caplog.records if r.name == "payments.client")
+    assert all(
+        r.levelno == logging.INFO for r in caplog.records if r.name == "payments.provider.client"
+    )
 
     everything = caplog.text + "\n".join(r.getMessage() for r in caplog.records)
     access_token = base64.b64encode(f"{PUBLIC_KEY}:{SECRET_KEY}".encode()).decode()
@@ -100,7 +102,7 @@ def test_logs_carry_request_id_and_error_code(
             body={"payment_method": {"token": "tok_card_9"}}, idempotency_key=key()
         )
 
-    lines = [r.getMessage() for r in caplog.records if r.name == "payments.client"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "payments.provider.client"]
     assert len(lines) == 3, lines
     assert re.search(rf"GET /payments/{PAYMENT_ID} -> 200 .*request_id=req-ok-1", lines[0])
     assert re.search(r"POST /card_tokens -> 409 .*request_id=req-bad-2.*\(CL2206\)", lines[1])

@@ -7,8 +7,13 @@ from typing import Any
 
 import pytest
 
-from payments.client import PaymentsClient, get_client
-from payments.errors import InvalidRequest, OutcomeUnknown, ProviderApiError, ProviderUnavailable
+from payments.provider.client import PaymentsClient, get_client
+from payments.provider.errors import (
+    InvalidRequest,
+    OutcomeUnknown,
+    ProviderApiError,
+    ProviderUnavailable,
+)
 from tests.payments.client_support import (
     REQUEST_ID,
     assert_provider_error,

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from payments.client import PaymentsClient, get_client
-from payments.errors import (
+from payments.provider.client import PaymentsClient, get_client
+from payments.provider.errors import (
     Conflict,
     InvalidRequest,
     NotFound,

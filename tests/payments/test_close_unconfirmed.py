@@ -16,11 +16,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from checkout.models import Order, OrderStatus
-from payments.errors import PaymentNotAllowed
+from payments.attempts.rules import payment_close_unconfirmed
+from payments.attempts.sealed import seal
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
-from payments.reconciliation import SyncOutcome, payment_sync
-from payments.sealed import seal
-from payments.services import payment_close_unconfirmed
+from payments.provider.errors import PaymentNotAllowed
+from payments.rereading.calls import SyncOutcome, payment_sync
 from tests.factories import PaymentFactory, ProductFactory
 from tests.shop import make_order
 from tests.support import Api

@@ -15,9 +15,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import strip_tags
 
-from payments.calls import payment_cancel, payment_capture, payment_refund
-from payments.errors import PaymentError
+from payments.actions.calls import payment_cancel, payment_capture, payment_refund
 from payments.models import Payment, PaymentEvent
+from payments.provider.errors import PaymentError
 from tests.factories import (
     OrderFactory,
     PaymentEventFactory,

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from payments.metrics import payment_transition_counted, provider_endpoint
-from payments.reconciliation import payments_check
+from payments.rereading.calls import payments_check
 from tests.factories import PaymentFactory
 from tests.support import Api
 

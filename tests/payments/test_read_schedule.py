@@ -1,6 +1,6 @@
-"""The shop's own reads of its payments (payments.read_schedule): a handful in a payment's life,
+"""The shop's own reads of its payments (payments.rereading.rules): a handful in a payment's life,
 decaying with the time since its last change, restarted by the reads a notification or staff
-ask for; all within the provider read budget (payments.read_budget); and a read that finds
+ask for; all within the provider read budget (payments.rereading.rules); and a read that finds
 nothing new leaves the payment's `updated_at`."""
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ import time_machine
 from django.core.cache import cache
 from django.utils import timezone
 
-from payments import read_budget
-from payments.calls import payment_refresh
 from payments.models import Payment, PaymentStatus
-from payments.read_schedule import RECHECK_AFTER
-from payments.reconciliation import payment_sync
+from payments.rereading.calls import payment_refresh, payment_sync
+from payments.rereading.rules import RECHECK_AFTER, reads_left, spend, spent_this_minute
 from tests.factories import PaymentFactory
 from tests.support import Api
 
@@ -218,9 +216,9 @@ def test_without_the_cache_the_schedule_takes_half_the_budget(provider: Api, set
             "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.2, "SOCKET_TIMEOUT": 0.2},
         }
     }
-    assert read_budget.spent_this_minute() is None
-    assert read_budget.reads_left() == 300
-    read_budget.spend()  # best effort: no error
+    assert spent_this_minute() is None
+    assert reads_left() == 300
+    spend()  # best effort: no error
 
 
 def test_the_schedule_uses_its_index(provider: Api) -> None:
@@ -243,7 +241,8 @@ def test_due_reads_are_handed_out_in_tasks_once_and_again_when_a_task_is_lost(
     them out again; when the tasks are lost, the five are handed out again once their lease
     (10 minutes) is over, and read then."""
     settings.PAYMENTS_CHECKS_PER_TASK = 2
-    from payments.reconciliation import CHECK_TASK, payments_check, payments_reconcile
+    from payments.rereading.calls import payments_check, payments_reconcile
+    from payments.task_names import CHECK_TASK
     from tests.webhooks.support import take_queued
 
     payments = [PaymentFactory(provider=provider) for _ in range(5)]
@@ -271,7 +270,7 @@ def test_payments_written_without_a_schedule_get_their_next_step(provider: Api) 
     step get none."""
     from django.db import connection
 
-    from payments.read_schedule import schedule_from_last_change
+    from payments.rereading.rules import schedule_from_last_change
 
     approved, old, rejected = (PaymentFactory(provider=provider) for _ in range(3))
     now = timezone.now()
@@ -296,7 +295,7 @@ def test_payments_written_by_the_previous_release_get_a_schedule_in_batches(
     """The release before the schedule writes payments without one: the `payments-schedule`
     beat task gives each the next step from its last change, a batch at a time (a run stopped
     half-way is resumed by the next), and leaves the scheduled ones alone."""
-    from payments.read_schedule import schedule_unscheduled
+    from payments.rereading.rules import schedule_unscheduled
     from payments.tasks import payments_schedule_task
 
     recent, older, rejected, scheduled = (PaymentFactory(provider=provider) for _ in range(4))

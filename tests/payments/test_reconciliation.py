@@ -16,16 +16,17 @@ from django.core import mail
 from django.utils import timezone
 
 from checkout.models import Order, OrderStatus
-from payments import queue
-from payments.calls import payment_cancel
-from payments.errors import PaymentOutcomeUnknown, PaymentRefused
+from core.task_queue import is_marked, mark, unmark
+from payments.actions.calls import payment_cancel
+from payments.attempts.rules import payment_attempt_store
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
-from payments.reconciliation import (
+from payments.provider.errors import PaymentOutcomeUnknown, PaymentRefused
+from payments.rereading.calls import (
     SyncOutcome,
     authorizations_watch,
     payment_sync,
 )
-from payments.services import payment_attempt_store
+from payments.task_names import MARKER_TTL, SEND_CREATE_TASK, marker
 from payments.tasks import payment_send_create_task, payments_send_waiting_task
 from tests.factories import PaymentFactory, ProductFactory, order_reference
 from tests.shop import make_order
@@ -460,7 +461,7 @@ def test_creates_whose_task_was_lost_are_sent_again_by_the_sweep(
     assert lost.create_request and coming.create_request
     assert take_queued(celery_app) == []
     # And the second's task is on its way (as a task waiting for its next try says)
-    queue.mark(queue.SEND_CREATE_TASK, coming.pk)
+    mark(marker(SEND_CREATE_TASK, coming.pk), MARKER_TTL[SEND_CREATE_TASK])
 
     # When the provider answers again: the reconciliation leaves the creates to the sweep
     assert provider.request("DELETE", "/_sandbox/faults").status_code in (200, 204)
@@ -474,17 +475,17 @@ def test_creates_whose_task_was_lost_are_sent_again_by_the_sweep(
     assert payments_send_waiting_task() == 1
 
     # Then it queued a send for the attempt whose task was lost only, and that send settles it
-    assert run_queued() == [queue.SEND_CREATE_TASK]
+    assert run_queued() == [SEND_CREATE_TASK]
     lost.refresh_from_db()
     assert (lost.status, lost.create_request) == (PaymentStatus.APPROVED, "")
-    assert not queue.is_queued(queue.SEND_CREATE_TASK, lost.pk)
+    assert not is_marked(marker(SEND_CREATE_TASK, lost.pk))
     coming.refresh_from_db()
     assert coming.status == PaymentStatus.UNKNOWN
 
     # When the other's task is lost too (its marker gone), the sweep queues it, and it settles
-    queue.unmark(queue.SEND_CREATE_TASK, coming.pk)
+    unmark(marker(SEND_CREATE_TASK, coming.pk))
     assert payments_send_waiting_task() == 1
-    assert run_queued() == [queue.SEND_CREATE_TASK]
+    assert run_queued() == [SEND_CREATE_TASK]
 
     # Then both are the provider's payments, approved, nothing was made twice, nothing is left
     held = {p.provider_id: p.status for p in Payment.objects.all()}
@@ -527,7 +528,7 @@ def test_the_sweep_skips_an_attempt_whose_task_is_on_its_way(provider: Api, work
 
     # Then the sweep, even long after, queues nothing: its task is on its way
     waiting_for(payment.pk, seconds=600)
-    assert queue.is_queued(queue.SEND_CREATE_TASK, payment.pk)
+    assert is_marked(marker(SEND_CREATE_TASK, payment.pk))
     assert payments_send_waiting_task() == 0
 
     # When the provider answers again: the task's next try settles the attempt, and its
@@ -536,7 +537,7 @@ def test_the_sweep_skips_an_attempt_whose_task_is_on_its_way(provider: Api, work
     wait_until(
         lambda: Payment.objects.get(pk=payment.pk).status == PaymentStatus.APPROVED, timeout=40
     )
-    wait_until(lambda: not queue.is_queued(queue.SEND_CREATE_TASK, payment.pk), timeout=10)
+    wait_until(lambda: not is_marked(marker(SEND_CREATE_TASK, payment.pk)), timeout=10)
     payment.refresh_from_db()
     assert [p["id"] for p in provider.payments()] == [payment.provider_id]
     assert payment.create_request == ""
@@ -568,9 +569,9 @@ def test_an_attempt_stored_while_the_broker_was_down_is_sent_by_the_sweep(
 
     # Then it waits to be sent with no task on its way, and the lost publish is logged
     assert (payment.status, bool(payment.create_request)) == (PaymentStatus.CREATING, True)
-    assert not queue.is_queued(queue.SEND_CREATE_TASK, payment.pk)
+    assert not is_marked(marker(SEND_CREATE_TASK, payment.pk))
     assert take_queued(celery_app) == []
-    not_queued = [r.getMessage() for r in caplog.records if r.name == "payments.queue"]
+    not_queued = [r.getMessage() for r in caplog.records if r.name == "core.task_queue"]
     assert len(not_queued) == 1 and f"payment {payment.pk} not queued" in not_queued[0]
     assert provider.payments() == []
 
@@ -581,10 +582,10 @@ def test_an_attempt_stored_while_the_broker_was_down_is_sent_by_the_sweep(
     assert payments_send_waiting_task() == 0  # its send is on its way now
 
     # Then its send is queued, once, and sent as a worker runs it, the attempt is paid once
-    assert take_queued(celery_app) == [(queue.SEND_CREATE_TASK, [payment.pk])]
+    assert take_queued(celery_app) == [(SEND_CREATE_TASK, [payment.pk])]
     assert payment_send_create_task.apply(args=[payment.pk]).get() == PaymentStatus.APPROVED
     payment.refresh_from_db()
     assert (payment.status, payment.create_request) == (PaymentStatus.APPROVED, "")
     assert [p["id"] for p in provider.payments()] == [payment.provider_id]
-    assert not queue.is_queued(queue.SEND_CREATE_TASK, payment.pk)
+    assert not is_marked(marker(SEND_CREATE_TASK, payment.pk))
     assert payments_send_waiting_task() == 0

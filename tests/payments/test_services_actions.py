@@ -10,15 +10,8 @@ from typing import Any
 import pytest
 from django.utils import translation
 
-from payments.calls import (
-    payment_cancel,
-    payment_capture,
-    payment_refund,
-    subscription_cancel,
-    subscription_sync,
-)
-from payments.errors import InvalidAmount, PaymentNotAllowed, PaymentRefused, ProviderDown
-from payments.messages import REFUSALS
+from payments.actions.calls import payment_cancel, payment_capture, payment_refund
+from payments.actions.subscription_calls import subscription_cancel, subscription_sync
 from payments.models import (
     Payment,
     PaymentEventKind,
@@ -27,6 +20,8 @@ from payments.models import (
     Subscription,
     SubscriptionStatus,
 )
+from payments.provider.errors import InvalidAmount, PaymentNotAllowed, PaymentRefused, ProviderDown
+from payments.words import REFUSALS
 from tests.factories import PaymentFactory
 from tests.support import DECLINED, THREE_DS, VISA, Api
 

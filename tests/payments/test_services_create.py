@@ -15,22 +15,22 @@ import pytest
 from django.forms.models import model_to_dict
 from django.utils import timezone, translation
 
-from payments.calls import payment_capture, payment_refresh
-from payments.calls.create import payment_send_create
-from payments.client import PaymentsClient
-from payments.errors import (
+from payments.actions.calls import payment_capture
+from payments.attempts.calls import payment_send_create
+from payments.attempts.sealed import unseal
+from payments.models import Payment, PaymentEventKind, PaymentStatus
+from payments.provider.client import PaymentsClient
+from payments.provider.errors import (
     InvalidAmount,
     OutcomeUnknown,
     PaymentAttemptBlocked,
     PaymentNotAllowed,
     PaymentOutcomeUnknown,
 )
-from payments.messages import NOT_REACHED, NOT_REACHED_MESSAGE, REFUSALS, failure_message
-from payments.models import Payment, PaymentEventKind, PaymentStatus
-from payments.reconciliation import payment_sync
-from payments.sealed import unseal
+from payments.provider.types import ProviderPayment
+from payments.rereading.calls import payment_refresh, payment_sync
 from payments.statuses import UnknownProviderStatus, local_status
-from payments.types import ProviderPayment
+from payments.words import NOT_REACHED, NOT_REACHED_MESSAGE, REFUSALS, failure_message
 from tests.factories import PaymentFactory, create_now, order_reference
 from tests.support import (
     AMEX,

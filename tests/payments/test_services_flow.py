@@ -6,8 +6,9 @@ from decimal import Decimal
 
 import pytest
 
-from payments.calls import payment_capture, payment_refresh, payment_refund
+from payments.actions.calls import payment_capture, payment_refund
 from payments.models import PaymentEventKind, PaymentStatus
+from payments.rereading.calls import payment_refresh
 from tests.factories import PaymentFactory
 from tests.support import Api
 

@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from payments.calls import payment_cancel, payment_capture, payment_refund
-from payments.calls.create import payment_send_create
-from payments.errors import (
+from payments.actions.calls import payment_cancel, payment_capture, payment_refund
+from payments.attempts.calls import payment_send_create
+from payments.attempts.rules import payment_attempt_store
+from payments.models import Payment, PaymentEventKind, PaymentStatus, Refund
+from payments.provider.errors import (
     InvalidAmount,
     PaymentInProgress,
     PaymentNotAllowed,
     PaymentOutcomeUnknown,
 )
-from payments.models import Payment, PaymentEventKind, PaymentStatus, Refund
-from payments.queue import SEND_CREATE_TASK
-from payments.services import payment_attempt_store
+from payments.task_names import SEND_CREATE_TASK
 from tests.factories import PaymentFactory, order_reference
 from tests.support import Api
 from tests.webhooks.support import take_queued

@@ -14,12 +14,12 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from payments.calls import payment_refresh
-from payments.errors import PaymentNotAllowed, ProviderDown
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
-from payments.services import IllegalTransition, payment_apply
+from payments.provider.errors import PaymentNotAllowed, ProviderDown
+from payments.provider.types import ProviderPayment
+from payments.rereading.calls import payment_refresh
 from payments.signals import payment_status_changed
-from payments.types import ProviderPayment
+from payments.snapshots import IllegalTransition, payment_apply
 from tests.factories import PaymentFactory
 from tests.support import THREE_DS, Api
 

@@ -1,4 +1,4 @@
-"""Staff actions that wait on the provider (payments.staff): the admin answers at once and the
+"""Staff actions that wait on the provider (staff_actions): the admin answers at once and the
 page says the action is in progress, then its outcome, once, in the language it was asked in;
 of two staff members pressing capture and cancel at once exactly one wins, at once; a task run
 again (its worker killed) sends the same idempotency key and captures once; an action whose
@@ -17,18 +17,12 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone, translation
 
-from payments.client import PaymentsClient
-from payments.errors import PaymentInProgress
-from payments.models import (
-    Payment,
-    PaymentEventKind,
-    PaymentIntent,
-    PaymentStatus,
-    StaffAction,
-    StaffActionState,
-)
-from payments.services.claims import INTENT_TIMEOUT, claim_payment
-from payments.staff.runs import LEASE, staff_action_run, staff_actions_requeue
+from payments.actions.rules import INTENT_TIMEOUT, claim_payment
+from payments.models import Payment, PaymentEventKind, PaymentIntent, PaymentStatus
+from payments.provider.client import PaymentsClient
+from payments.provider.errors import PaymentInProgress
+from staff_actions.models import StaffAction, StaffActionState
+from staff_actions.services import LEASE, staff_action_run, staff_actions_requeue
 from tests.payments.admin_support import action_url, ask, authorized, change_url, messages_of
 from tests.payments.test_services_races import run_together
 from tests.support import Api

@@ -29,7 +29,7 @@ from payments.models import CaptureMethod, Payment, PaymentStatus
 from tests.factories import PaymentFactory
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.queue import PROCESS_TASK
+from webhooks.task_names import PROCESS_TASK
 
 pytestmark = [
     pytest.mark.django_db,

@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 
 from checkout.models import OrderStatus
+from core.task_queue import is_marked
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
 from tests.factories import PaymentFactory
 from tests.support import Api
@@ -20,7 +21,8 @@ from tests.webhooks.processing_support import CaptureCallbacks, events, notify, 
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookState
 from webhooks.processing import ProcessOutcome, webhook_process
-from webhooks.queue import PROCESS_TASK, enqueue_processing, is_marked
+from webhooks.services import enqueue_processing
+from webhooks.task_names import PROCESS_TASK, marker
 
 pytestmark = pytest.mark.usefixtures("empty_redis")
 
@@ -119,7 +121,7 @@ def test_a_burst_for_one_payment_is_one_provider_read_and_a_later_one_is_another
     assert outcome == ProcessOutcome.PROCESSED
     assert provider_gets == [payment.provider_id]
     assert [e.state for e in events(burst)] == [WebhookState.PROCESSED] * 10
-    assert not is_marked(payment.provider_id)
+    assert not is_marked(marker(payment.provider_id))
 
     # Given a partial refund at the provider, whose notification arrives after that read
     refund_at_provider(provider, payment, "40.00")

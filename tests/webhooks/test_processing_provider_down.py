@@ -15,8 +15,8 @@ from tests.webhooks.processing_support import CaptureCallbacks, events, notify
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.processing import ProcessOutcome, RetryLater, webhook_give_up, webhook_process
-from webhooks.queue import PROCESS_TASK
 from webhooks.services import webhook_events_retry
+from webhooks.task_names import PROCESS_TASK
 
 pytestmark = pytest.mark.usefixtures("empty_redis")
 

@@ -23,8 +23,8 @@ from tests.webhooks.processing_support import CaptureCallbacks, events, notify, 
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.processing import DEFERRED, ProcessOutcome, webhook_process
-from webhooks.queue import PROCESS_TASK
 from webhooks.services import webhook_relay
+from webhooks.task_names import PROCESS_TASK
 
 pytestmark = pytest.mark.usefixtures("empty_redis")
 
@@ -122,7 +122,7 @@ def test_an_insert_racing_the_shoppers_own_answer_applies_the_payment_once(
     INSERT's task looked for that id and found nothing: the task's adoption then collides with
     that record (the provider id is unique). It applies the payment to the shopper's attempt
     instead, once, with no second record, and its events are processed, not left claimed."""
-    import payments.reconciliation as reconciliation
+    import payments.rereading.calls as reconciliation
 
     # Given an attempt that already holds the provider's id (the pay request got its answer)
     order = order_for()

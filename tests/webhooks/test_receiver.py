@@ -29,12 +29,13 @@ from django.http import HttpResponse
 from django.test import Client
 from django.urls import resolve, reverse
 
+from core.task_queue import is_marked
 from tests.support import free_port
 from tests.webhooks.support import take_queued, take_queued_with_eta
 from webhooks.addresses import payment_notification_url as webhook_url
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.queue import PROCESS_TASK, is_marked
 from webhooks.services import webhook_relay
+from webhooks.task_names import PROCESS_TASK, marker
 from webhooks.views import payment_notification
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_broker")]
@@ -137,7 +138,7 @@ def test_a_valid_notification_is_stored_and_queued(
     assert event.state == WebhookState.RECEIVED
     assert event.attempts == 0
     assert (event.payment_id, event.task_id, event.last_error) == (None, "", "")
-    assert is_marked(PAYMENT_ID)
+    assert is_marked(marker(PAYMENT_ID))
     assert take_queued(celery_app) == [(PROCESS_TASK, [PAYMENT_ID])]
 
 
@@ -685,7 +686,7 @@ def test_a_notification_is_kept_when_redis_is_down(
     assert response.json() == {"status": "received", "event": event.pk}
     assert (event.state, event.attempts) == (WebhookState.RECEIVED, 0)
     assert any(
-        r.name == "webhooks.queue" and "not queued" in r.getMessage() for r in all_logs.records
+        r.name == "core.task_queue" and "not queued" in r.getMessage() for r in all_logs.records
     )
 
     settings.CACHES, settings.REDIS_URL = real_caches, real_redis  # Redis is back
@@ -776,12 +777,13 @@ def test_a_notification_after_the_task_started_queues_another(
     """Given a payment whose task has started (it removed its marker before claiming), when a
     new notification arrives, then a new task is queued for it: a notification is never left
     to a read that began before it."""
-    from webhooks.queue import unmark_queued
+    from core.task_queue import unmark
+    from webhooks.task_names import marker
 
     with django_capture_on_commit_callbacks(execute=True):
         post(client, notification())
     assert take_queued(celery_app) == [(PROCESS_TASK, [PAYMENT_ID])]
-    unmark_queued(PAYMENT_ID)  # what the task does first
+    unmark(marker(PAYMENT_ID))  # what the task does first
 
     with django_capture_on_commit_callbacks(execute=True):
         post(client, notification())

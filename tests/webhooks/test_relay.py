@@ -16,12 +16,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from core.task_queue import is_marked
 from tests.webhooks.processing_support import CaptureCallbacks, events, notify
 from tests.webhooks.support import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.processing import webhook_hold
-from webhooks.queue import PROCESS_TASK, is_marked
 from webhooks.services import webhook_relay
+from webhooks.task_names import PROCESS_TASK, marker
 
 pytestmark = pytest.mark.usefixtures("empty_redis")
 
@@ -50,8 +51,8 @@ def test_rows_the_broker_never_got_are_relayed_once(
     assert [e.relayed_at for e in events(recent)] == [None]
     queued = take_queued(celery_app)
     assert sorted(queued) == sorted([(PROCESS_TASK, [first]), (PROCESS_TASK, [second])])
-    assert is_marked(first)
-    assert is_marked(second)
+    assert is_marked(marker(first))
+    assert is_marked(marker(second))
 
     # When it runs again right after
     with django_capture_on_commit_callbacks(execute=True):

@@ -4,7 +4,7 @@ not be reached, by when (the relay's retries: the failed ones left for staff are
 
 from django.db import migrations, models
 
-from payments.migration_ops import AddIndexOnline
+from core.migration_ops import AddIndexOnline
 
 
 class Migration(migrations.Migration):

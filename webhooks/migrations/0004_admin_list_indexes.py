@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-from payments.migration_ops import AddIndexOnline
+from core.migration_ops import AddIndexOnline
 
 
 class Migration(migrations.Migration):

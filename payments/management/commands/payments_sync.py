@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser, no_translations
 
-from payments.errors import PaymentError
-from payments.reconciliation import payment_sync
+from payments.provider.errors import PaymentError
+from payments.rereading.calls import payment_sync
 
 
 class Command(BaseCommand):

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from waitress import serve
 
 from sandbox.provider.seed import sandbox_seed
-from sandbox.provider.webhooks import DeliveryWorker
+from sandbox.provider.webhook_delivery import DeliveryWorker
 from sandbox.wsgi import application
 
 

@@ -1,0 +1,236 @@
+"""The one way the shop puts work on the Celery queue, and the retry policies its tasks use.
+
+Queueing:
+- Tasks are sent by name (`send_now`, `queue_on_commit`, `send_once`, `send_each`): a service
+  never imports the tasks module that imports it, so no module loop forms, and a task keeps its
+  name when its code moves (every task pins `name=`; the running release still queues by it).
+- A broker that is down fails a send at once (kombu would otherwise keep reconnecting for
+  seconds while a page or the provider waits). `queue_on_commit` and `send_once` log it and
+  carry on: every task queued through them has a sweep that queues it again.
+- `send_once` coalesces: a marker in the cache (`cache.add`, Redis' SET NX EX: one key, so it
+  works on Redis Cluster) says a task is on its way until the task removes it (`unmark`) or the
+  marker expires (its task was lost), and meanwhile no second one is sent.
+
+Retries: each task names one of the policies below (`shop_task(..., retry=...)`), so how long a
+kind of work keeps trying is decided in one place.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from celery import current_app, shared_task
+from celery.utils.time import get_exponential_backoff_interval
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# --- Sending ----------------------------------------------------------------------------------
+
+
+def send_now(
+    task: str, args: Sequence[object] = (), *, countdown: float = 0, queue: str | None = None
+) -> None:
+    """Send `task` by name now (to `queue`, else where the settings route it); raises at once
+    when the broker is away."""
+    send_each(task, [tuple(args)], countdown=countdown, queue=queue, raising=True)
+
+
+def send_each(
+    task: str,
+    each_args: Iterable[Sequence[object]],
+    *,
+    countdown: float = 0,
+    queue: str | None = None,
+    raising: bool = False,
+) -> int:
+    """Send `task` once for each of `each_args` over one connection; how many were sent (a
+    broker that is away is logged, or raised with `raising`)."""
+    batch = [tuple(args) for args in each_args]
+    options: dict[str, object] = {"queue": queue} if queue else {}
+    sent = 0
+    try:
+        with current_app.producer_or_acquire() as producer:
+            producer.connection.ensure_connection(max_retries=0)
+            for args in batch:
+                current_app.send_task(
+                    task,
+                    args=args,
+                    countdown=countdown or None,
+                    retry=False,
+                    producer=producer,
+                    **options,
+                )
+                sent += 1
+    except Exception as exc:
+        if raising:
+            raise
+        logger.warning("%d of %d %s not queued: %s", len(batch) - sent, len(batch), task, exc)
+    return sent
+
+
+def queue_on_commit(
+    task: str, *args: object, countdown: float = 0, queue: str | None = None
+) -> None:
+    """Send `task` once the current transaction commits (at once outside one). A broker that is
+    away is logged, not raised into the commit: the task's sweep queues it again."""
+
+    def send() -> None:
+        try:
+            send_now(task, args, countdown=countdown, queue=queue)
+        except Exception as exc:
+            logger.warning("%s%r not queued: %s", task, args, exc)
+
+    transaction.on_commit(send, robust=True)
+
+
+# --- Sending once: a marker per piece of work -----------------------------------------------
+
+
+def is_marked(key: str) -> bool:
+    """Whether the task `key` stands for is on its way (False if the cache cannot say)."""
+    try:
+        return bool(cache.get(key))
+    except Exception:
+        return False
+
+
+def mark(key: str, ttl: int) -> None:
+    """Say for `ttl` more seconds that the task `key` stands for is on its way (best effort)."""
+    with suppress(Exception):
+        cache.set(key, 1, timeout=ttl)
+
+
+def unmark(key: str) -> None:
+    """Say that the task `key` stands for is not on its way any more (best effort)."""
+    with suppress(Exception):
+        cache.delete(key)
+
+
+def send_once(
+    task: str,
+    key: str,
+    args: Sequence[object],
+    *,
+    ttl: int,
+    countdown: float = 0,
+    what: str = "",
+) -> bool:
+    """Send `task` unless the one `key` marks is already on its way; False if the cache or the
+    broker cannot be reached (the task's sweep queues it later), logged as `what` (the task and
+    its arguments unless said) "not queued"."""
+    what = what or f"{task}{tuple(args)!r}"
+    try:
+        if not cache.add(key, 1, timeout=ttl):
+            return True  # coalesced into the task on its way
+        send_now(task, args, countdown=countdown)
+    except Exception as exc:
+        logger.warning("%s not queued: %s", what, exc)
+        unmark(key)
+        return False
+    return True
+
+
+def send_once_on_commit(
+    task: str, key: str, args: Sequence[object], *, ttl: int, what: str = ""
+) -> None:
+    """`send_once` when the current transaction commits (at once outside one)."""
+    transaction.on_commit(lambda: send_once(task, key, args, ttl=ttl, what=what), robust=True)
+
+
+# --- Retry policies ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long a kind of work keeps trying: exponential backoff with full jitter from `backoff`
+    seconds up to `backoff_max`, at most `max_retries` times. A policy `from_settings` reads its
+    figures from the settings named `<prefix>_RETRY_BACKOFF`, `_RETRY_BACKOFF_MAX` and
+    `_MAX_RETRIES` each time, so that a deployment can tune it."""
+
+    name: str
+    backoff: int = 0
+    backoff_max: int = 0
+    max_retries: int = 0
+    from_settings: str = ""
+    retry_on: tuple[type[BaseException], ...] = field(default=())
+
+    def figures(self) -> tuple[int, int, int]:
+        if self.from_settings:
+            prefix = self.from_settings
+            return (
+                int(getattr(settings, f"{prefix}_RETRY_BACKOFF")),
+                int(getattr(settings, f"{prefix}_RETRY_BACKOFF_MAX")),
+                int(getattr(settings, f"{prefix}_MAX_RETRIES")),
+            )
+        return self.backoff, self.backoff_max, self.max_retries
+
+    def on(self, *errors: type[BaseException]) -> RetryPolicy:
+        """The policy, retrying automatically when the task raises one of `errors`."""
+        return RetryPolicy(
+            self.name, self.backoff, self.backoff_max, self.max_retries, self.from_settings, errors
+        )
+
+    def options(self) -> dict[str, Any]:
+        """Celery's options for a task that retries automatically by this policy."""
+        if not self.retry_on:
+            return {}
+        backoff, backoff_max, max_retries = self.figures()
+        return {
+            "autoretry_for": self.retry_on,
+            "retry_backoff": backoff,
+            "retry_backoff_max": backoff_max,
+            "retry_jitter": True,
+            "max_retries": max_retries,
+        }
+
+    def exhausted(self, retries: int) -> bool:
+        """Whether a task that retried `retries` times has used up its tries."""
+        return retries >= self.figures()[2]
+
+    def countdown(self, retries: int) -> float:
+        """Seconds before the next try after `retries` (at least one), for a task that retries
+        by hand."""
+        backoff, backoff_max, _ = self.figures()
+        return max(
+            get_exponential_backoff_interval(
+                factor=backoff, retries=retries, maximum=backoff_max, full_jitter=True
+            ),
+            1,
+        )
+
+
+# The work that is done once per run, and whose sweep or next beat covers a failure.
+NO_RETRY = RetryPolicy("no retry")
+# A create whose outcome is unknown: sent again with its key until the provider says.
+PROVIDER_UNCONFIRMED = RetryPolicy("provider unconfirmed", 5, 600, 20)
+# A payment read for its notifications while the provider is unreachable (then given up).
+PROVIDER_READ = RetryPolicy("provider read", from_settings="WEBHOOKS")
+# A second charge given back: the provider may take a while to let it be refunded.
+CHARGE_RELEASE = RetryPolicy("charge release", 5, 600, 50)
+# Moving the shop's own records (an order following its payments).
+RECORD_SYNC = RetryPolicy("record sync", 2, 300, 20)
+# A mail the mail server refused, tried again later.
+MAIL = RetryPolicy("mail", 30, 1800, 20)
+# A mail a shopper asked for on a page: worth little after a few minutes.
+MAIL_ON_REQUEST = RetryPolicy("mail on request", 30, 600, 5)
+
+
+def shop_task(
+    name: str, *, retry: RetryPolicy = NO_RETRY, acks_late: bool = True, **options: Any
+) -> Callable[[F], F]:
+    """A Celery task of the shop's: its `name` pinned (the running release queues by it), its
+    result ignored, acknowledged once done (`acks_late`) unless told otherwise, retried by
+    `retry`."""
+    return shared_task(  # type: ignore[no-any-return]
+        name=name, acks_late=acks_late, ignore_result=True, **retry.options(), **options
+    )

@@ -1,0 +1,91 @@
+"""Sending a checkout attempt's create to the provider: the first time, and again until it is
+answered.
+
+The attempt is stored with its sealed request and its idempotency key before anything is sent
+(`payments.attempts.rules.payment_attempt_store`); this is the one path that sends it, from
+the create task. An answer settles the attempt (the payment it made, or a refusal: then nothing
+was created by this key) and erases the request. A create that timed out, or was answered with
+a server failure, may have charged the shopper: the attempt stays `unknown` with its request
+kept, and the task sends the very same request again with the same `Idempotency-Key` until the
+provider answers.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from payments.attempts.rules import mark_attempt
+from payments.attempts.sealed import unseal
+from payments.models import IN_FLIGHT, Payment, PaymentEventKind, PaymentStatus
+from payments.provider.client import get_client
+from payments.provider.errors import (
+    InvalidRequest,
+    OutcomeUnknown,
+    PaymentOutcomeUnknown,
+    ProviderApiError,
+    ProviderUnavailable,
+)
+from payments.snapshots import apply_in_transaction
+from payments.words import NOT_REACHED
+
+logger = logging.getLogger(__name__)
+
+
+def payment_send_create(*, payment: Payment) -> Payment:
+    """Send the attempt's create with its key and settle the attempt by the answer.
+    Raises `PaymentOutcomeUnknown` while the provider gives no answer (try again later). An
+    attempt already settled (an answer, or a notification, named the payment) is left as it is;
+    an attempt with no request kept waits for the provider's notification."""
+    payment.refresh_from_db()
+    body = unseal(payment.create_request)
+    if payment.status not in IN_FLIGHT or body is None:
+        _forget_request(payment)
+        return payment
+    first = payment.status == PaymentStatus.CREATING
+    try:
+        remote = get_client().create_payment(body=body, idempotency_key=payment.idempotency_key)
+    except InvalidRequest as exc:
+        # A refusal of this very request (a bad or expired card token, an amount the method
+        # does not take): nothing was created with this key, nor will be.
+        _settle_failed(payment, exc)
+        return payment
+    except OutcomeUnknown as exc:
+        # Sent, unanswered: from now on, the payment may exist. Unless a notification named
+        # it meanwhile: then its status, from the provider, is the answer.
+        if first and not mark_attempt(
+            payment, PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN, exc, request=body
+        ):
+            _forget_request(payment)
+            return payment
+        logger.info("payment %s: create unconfirmed (%s)", payment.pk, exc)
+        raise PaymentOutcomeUnknown("The provider has not confirmed the payment yet.") from exc
+    except ProviderUnavailable as exc:
+        if first:  # never reached the provider: nothing was charged
+            _settle_failed(payment, exc, code=NOT_REACHED)
+            return payment
+        logger.info("payment %s: create still unconfirmed (%s)", payment.pk, exc)
+        raise PaymentOutcomeUnknown("The provider has not confirmed the payment yet.") from exc
+    except ProviderApiError as exc:
+        if first:  # refused outright (e.g. our credentials): nothing was created
+            _settle_failed(payment, exc)
+            return payment
+        # Not this request's answer (e.g. the key is in use): ask again later.
+        logger.info("payment %s: create unconfirmed (%s)", payment.pk, exc)
+        raise PaymentOutcomeUnknown("The provider has not confirmed the payment yet.") from exc
+    settled = apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
+    _forget_request(settled)
+    if not first:
+        logger.warning("payment %s confirmed at the provider as %s", payment.pk, remote.id)
+    return settled
+
+
+def _settle_failed(payment: Payment, error: ProviderApiError, *, code: str = "") -> None:
+    mark_attempt(payment, PaymentStatus.FAILED, PaymentEventKind.FAILED, error, code=code)
+    logger.warning("payment %s not created: %s", payment.pk, error)
+    _forget_request(payment)
+
+
+def _forget_request(payment: Payment) -> None:
+    if payment.create_request:
+        Payment.objects.filter(pk=payment.pk).update(create_request="")
+        payment.create_request = ""

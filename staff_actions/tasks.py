@@ -1,0 +1,19 @@
+"""The staff actions' tasks (their names kept from when they were payments' own: the running
+release queues by them)."""
+
+from __future__ import annotations
+
+from core.task_queue import shop_task
+from staff_actions.services import RUN_TASK, staff_action_run, staff_actions_requeue
+
+
+@shop_task(RUN_TASK)
+def staff_action_run_task(action_id: int) -> str:
+    """Do what a staff member asked in the admin (capture, cancel, ship an order…), once."""
+    return staff_action_run(action_id=action_id)
+
+
+@shop_task("payments.tasks.staff_actions_requeue_task")
+def staff_actions_requeue_task() -> int:
+    """Queue again the staff actions whose task was lost."""
+    return staff_actions_requeue().queued
