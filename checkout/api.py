@@ -52,7 +52,7 @@ PAYMENT_ID = OpenApiParameter(
     "Absent or empty: the latest attempt.",
 )
 NOT_FOUND = OpenApiResponse(ERROR, "No such order, or not one this browser session placed.")
-# Answered by the project's error handler (config/error_pages.py), whatever the endpoint.
+# Answered by the project's error handler (core/error_pages.py), whatever the endpoint.
 UNAVAILABLE = OpenApiResponse(
     ERROR,
     "The shop's database cannot be reached for a moment (`unavailable`): ask again after the "

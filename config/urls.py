@@ -5,12 +5,10 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 from django_ratelimit.decorators import ratelimit
 
-from config import error_pages, views
-from config.admin_index import INDEX_TEMPLATE, with_owner_dashboard
-from config.csp_reports import CspReportView
-from config.metrics import metrics_view
+from core import error_pages
 from core.api import SchemaView
 from core.ratelimits import login_rate_per_address, login_rate_per_user, login_username
+from dashboard.admin_index import INDEX_TEMPLATE, with_owner_dashboard
 
 admin.site.site_header = format_lazy("{} · {}", settings.SHOP_NAME, _("staff"))
 admin.site.site_title = format_lazy("{} · {}", settings.SHOP_NAME, _("staff"))
@@ -26,7 +24,7 @@ admin.site.login = ratelimit(  # type: ignore[method-assign]
     key="ip", rate=login_rate_per_address, method="POST", block=True
 )(_login)
 
-handler403 = views.permission_denied
+handler403 = error_pages.permission_denied
 handler404 = error_pages.page_not_found
 handler500 = error_pages.server_error
 
@@ -34,11 +32,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("webhooks/", include("webhooks.urls")),
-    path("csp-report/", CspReportView.as_view(), name="csp_report"),
-    path("healthz", views.HealthzView.as_view(), name="healthz"),
-    path("healthz/deps", views.DependenciesView.as_view(), name="healthz_deps"),
-    path("readyz", views.ReadyzView.as_view(), name="readyz"),
-    path("metrics", metrics_view, name="metrics"),
+    path("", include("monitoring.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("", include("checkout.urls")),
 ]

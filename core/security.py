@@ -1,5 +1,5 @@
 """The shop's Content-Security-Policy: built from settings, with per-request nonces (django-csp).
-The browsers' violation reports arrive at `config.csp_reports`."""
+The browsers' violation reports arrive at `monitoring.csp_reports`."""
 
 from __future__ import annotations
 

@@ -93,6 +93,14 @@ def queue_on_commit(
     transaction.on_commit(send, robust=True)
 
 
+def broker_round_trip(*, timeout: float) -> None:
+    """One connection to the broker and a round trip on it, without retrying (raises when the
+    broker is away or does not answer within `timeout` seconds)."""
+    timeouts = {"socket_connect_timeout": timeout, "socket_timeout": timeout}
+    with current_app.connection_for_write(transport_options=timeouts) as connection:
+        connection.ensure_connection(max_retries=0, timeout=timeout)
+
+
 # --- Sending once: a marker per piece of work -----------------------------------------------
 
 

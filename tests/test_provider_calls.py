@@ -34,7 +34,16 @@ import grimp
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, get_resolver
 
-SHOP_PACKAGES = ("checkout", "payments", "webhooks", "config", "core", "staff_actions")
+SHOP_PACKAGES = (
+    "checkout",
+    "payments",
+    "webhooks",
+    "config",
+    "core",
+    "staff_actions",
+    "dashboard",
+    "monitoring",
+)
 CLIENT = "payments.provider.client"
 
 # Frameworks whose views serve some of the shop's URLs. Their modules are not in the shop's
@@ -53,7 +62,7 @@ KEY_VIEWS = {
     ("checkout.api", "PayAttemptView"): "the pay attempt API",
     ("checkout.api", "PaymentStatusView"): "the payment status API",
     ("webhooks.views", "payment_notification"): "the webhook receiver",
-    ("config.views", "DependenciesView"): "the dependencies probe",
+    ("monitoring.probes", "DependenciesView"): "the dependencies probe",
     ("checkout.views", "pay"): "the payment page",
 }
 

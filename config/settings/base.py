@@ -8,7 +8,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django_guid.integrations import CeleryIntegration
 
-from config.env import (
+from config.settings.env import (
     basic_access_token,
     env_bool,
     env_decimal,
@@ -46,6 +46,8 @@ INSTALLED_APPS = [
     "payments",
     "checkout",
     "webhooks",
+    "dashboard",
+    "monitoring",
 ]
 
 MIDDLEWARE = [
@@ -68,7 +70,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "config.urls"
 # A form refused by the CSRF check gets the shop's own page, in the visitor's language.
-CSRF_FAILURE_VIEW = "config.views.csrf_failure"
+CSRF_FAILURE_VIEW = "core.error_pages.csrf_failure"
 WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
@@ -124,7 +126,7 @@ ZERO_DOWNTIME_MIGRATIONS_IDEMPOTENT_SQL = True
 MIGRATIONS_LOCK_RETRIES = env_int("MIGRATIONS_LOCK_RETRIES", 10)
 MIGRATIONS_LOCK_RETRY_MAX_WAIT = env_int("MIGRATIONS_LOCK_RETRY_MAX_WAIT", 30)
 # While the database cannot be reached, the pages, the JSON endpoints and the admin answer 503
-# with this Retry-After (seconds), never a server error (config/error_pages.py); a connection is
+# with this Retry-After (seconds), never a server error (core/error_pages.py); a connection is
 # tried again at each request, so they serve again as soon as it is back.
 DATABASE_RETRY_AFTER = env_int("DATABASE_RETRY_AFTER", 5)
 if DATABASE_RETRY_AFTER < 1:
@@ -155,8 +157,8 @@ if REDIS_URL:
 else:
     _broker_dir = VAR_DIR / "broker"
     CELERY_BROKER_URL = "filesystem://"
-    # kombu's filesystem transport, with messages written atomically (config/demo_broker.py).
-    CELERY_BROKER_TRANSPORT = "config.demo_broker:Transport"
+    # kombu's filesystem transport, with messages written atomically (config/celery/demo_broker.py).
+    CELERY_BROKER_TRANSPORT = "config.celery.demo_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
@@ -185,16 +187,16 @@ CELERY_DB_REUSE_MAX = 1000
 # --- Broker resilience ----------------------------------------------------------------------------
 # A worker rides out a Redis outage in its own process: it retries the connection for as long as
 # Redis is away (on start and after a loss), and its channels are kombu's Redis transport with one
-# guard (config/redis_broker.py): with celery 5.7.0 and kombu 5.7.0, a worker holding tasks when
-# Redis disappeared could exit with "Unrecoverable error: AttributeError("'NoneType' object has no
-# attribute 'hostname'")" while reconnecting (the failure of kombu#582, reached through the second
-# close of the lost connection). Not for rediss://: kombu takes TLS from that scheme's name.
+# guard (config/celery/redis_broker.py): with celery 5.7.0 and kombu 5.7.0, a worker holding tasks
+# when Redis disappeared could exit with "Unrecoverable error: AttributeError("'NoneType' object
+# has no attribute 'hostname'")" while reconnecting (the failure of kombu#582, reached through the
+# second close of the lost connection). Not for rediss://: kombu takes TLS from that scheme's name.
 # Workers still run under a supervisor (docs/deploy/) for whatever else may end them.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 if REDIS_URL.startswith("redis://"):
-    CELERY_BROKER_TRANSPORT = "config.redis_broker:Transport"
+    CELERY_BROKER_TRANSPORT = "config.celery.redis_broker:Transport"
 # --------------------------------------------------------------------------------------------------
 # Three queues, so that a slow provider holds up only the work that waits on it: its writes
 # (creates, captures, cancels, refunds: a brownout of creates), its reads (refreshes, the
@@ -487,7 +489,7 @@ SHOP_ORDER_LISTS_PER_ADDRESS = env_str("SHOP_ORDER_LISTS_PER_ADDRESS", "10/h")
 SHOP_STATUS_CHECKS_PER_SESSION = env_str("SHOP_STATUS_CHECKS_PER_SESSION", "40/m")
 ADMIN_LOGIN_RATE_PER_ADDRESS = env_str("ADMIN_LOGIN_RATE_PER_ADDRESS", "10/5m")
 ADMIN_LOGIN_RATE_PER_USER = env_str("ADMIN_LOGIN_RATE_PER_USER", "5/5m")
-RATELIMIT_VIEW = "config.views.ratelimited"
+RATELIMIT_VIEW = "core.error_pages.ratelimited"
 # Behind a proxy, the META key of the header that carries the client's address
 # (e.g. HTTP_X_REAL_IP); unset, REMOTE_ADDR.
 SHOP_CLIENT_IP_HEADER = env_str("SHOP_CLIENT_IP_HEADER")
@@ -592,8 +594,8 @@ LOGGING = {
 DEFAULT_EXCEPTION_REPORTER_FILTER = "config.logging.AlwaysSafeExceptionReporterFilter"
 
 # --- Error reports ------------------------------------------------------------------------------
-# Sentry (config/error_reports.py) when SENTRY_DSN is set, from every process that loads these
-# settings: the web processes, the Celery workers and manage.py (the sandbox has its own).
+# Sentry (config/logging/error_reports.py) when SENTRY_DSN is set, from every process that loads
+# these settings: the web processes, the Celery workers and manage.py (the sandbox has its own).
 # Scrubbed as the logs are. SENTRY_ENVIRONMENT and SENTRY_RELEASE name where and which version an
 # error came from (empty: Sentry's defaults, "production" and the checkout's git commit if any);
 # SENTRY_TRACES_SAMPLE_RATE, from 0 (the default: errors only) to 1, is the share of requests and
@@ -608,7 +610,7 @@ except ValueError:
 if not 0 <= SENTRY_TRACES_SAMPLE_RATE <= 1:
     raise ImproperlyConfigured("SENTRY_TRACES_SAMPLE_RATE must be a number from 0 to 1")
 if SENTRY_DSN:
-    from config.error_reports import error_reports_start
+    from config.logging.error_reports import error_reports_start
 
     error_reports_start(
         dsn=SENTRY_DSN,
@@ -617,7 +619,7 @@ if SENTRY_DSN:
         traces_sample_rate=SENTRY_TRACES_SAMPLE_RATE,
     )
 
-# --- Metrics (config/metrics.py; docs/monitoring/README.md) ------------------------------------
+# --- Metrics (monitoring/metrics.py; docs/monitoring/README.md) --------------------------------
 # /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, it answers 404.
 # PROMETHEUS_MULTIPROC_DIR (read by prometheus-client itself) makes the counters those of every
 # process writing into that directory (gunicorn's and Celery's workers on the machine).
@@ -628,7 +630,7 @@ if _metrics_dir := env_str("PROMETHEUS_MULTIPROC_DIR"):
 # The gauges read from the database are computed at most this often (seconds), however many
 # scrapers ask.
 METRICS_DB_GAUGES_CACHE_SECONDS = env_int("METRICS_DB_GAUGES_CACHE_SECONDS", 15)
-# How often beat queues the heartbeat task on each queue (config.heartbeats).
+# How often beat queues the heartbeat task on each queue (monitoring.heartbeats).
 METRICS_HEARTBEAT_EVERY = env_int("METRICS_HEARTBEAT_EVERY", 30)
 if METRICS_DB_GAUGES_CACHE_SECONDS < 0 or METRICS_HEARTBEAT_EVERY < 1:
     raise ImproperlyConfigured(
@@ -638,9 +640,9 @@ if METRICS_DB_GAUGES_CACHE_SECONDS < 0 or METRICS_HEARTBEAT_EVERY < 1:
 # request id's, which stays first).
 MIDDLEWARE.insert(
     MIDDLEWARE.index("django.middleware.security.SecurityMiddleware"),
-    "config.metrics.RequestMetricsMiddleware",
+    "monitoring.metrics.RequestMetricsMiddleware",
 )
-CELERY_INCLUDE = ["config.heartbeats"]
+CELERY_INCLUDE = ["monitoring.heartbeats"]
 CELERY_BEAT_SCHEDULE.update(
     {
         f"metrics-heartbeat-{queue}": {

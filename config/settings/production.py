@@ -13,10 +13,10 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
 from config.logging import LOG_FORMATS
 from config.settings import base
 from config.settings.base import *  # noqa: F403
+from config.settings.env import env_bool, env_int, env_list, env_str
 
 _problems: list[str] = []
 

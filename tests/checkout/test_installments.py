@@ -25,7 +25,7 @@ from checkout.installments import (
     plans_for,
 )
 from checkout.models import Order, Product
-from config.env import env_decimal, env_int_list
+from config.settings.env import env_decimal, env_int_list
 from payments.actions.calls import payment_capture, payment_refund
 from payments.models import Payment
 from payments.provider.client import get_client

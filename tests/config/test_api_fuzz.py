@@ -90,7 +90,7 @@ CLIENT_ADDRESS = "203.0.113.7"
 TOKEN = "whk-fuzz-9d2c7b1e4a6f8053"
 WEBHOOK_LIMIT = 512  # a small WEBHOOKS_MAX_BODY_BYTES, so that oversized bodies come up too
 PAY_LIMIT = 4096  # the JSON endpoints' body limit (core.api)
-CSP_LIMIT = 8192  # config.csp_reports.MAX_REPORT_BYTES
+CSP_LIMIT = 8192  # monitoring.csp_reports.MAX_REPORT_BYTES
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 FUZZ = fuzz_settings(

@@ -1,4 +1,4 @@
-"""The owner's dashboard on the admin's home page (config.dashboard): its figures are the
+"""The owner's dashboard on the admin's home page (dashboard.figures): its figures are the
 database's (charges from the payments' ledger, refunds from the refunds, held money from the
 authorizations), its days are the shop's (America/Mexico_City, weeks from Monday), each link of
 "needs attention" opens the admin's list of exactly the rows counted, a staff member sees only
@@ -27,7 +27,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from checkout.models import Order, OrderMail
-from config.dashboard import owner_dashboard
+from dashboard.figures import owner_dashboard
 from payments.models import Payment, PaymentEvent, Refund
 from tests.factories import (
     OrderFactory,

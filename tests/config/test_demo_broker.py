@@ -10,14 +10,14 @@ import pytest
 from kombu import Connection
 from kombu.simple import SimpleQueue
 
-from config import demo_broker
+from config.celery import demo_broker
 
 
 def connection(folder: Path) -> Connection:
     (folder / "processed").mkdir(exist_ok=True)
     return Connection(
         "filesystem://",
-        transport="config.demo_broker:Transport",
+        transport="config.celery.demo_broker:Transport",
         transport_options={
             "data_folder_in": str(folder),
             "data_folder_out": str(folder),

@@ -1,4 +1,4 @@
-"""The shop's own error pages (config/error_pages.py): a mistyped address gets the shop's 404, a
+"""The shop's own error pages (core/error_pages.py): a mistyped address gets the shop's 404, a
 server error the shop's 500, both in the shopper's language and without the database; and while
 the database cannot be reached the pages, the JSON endpoints and the admin answer 503 with
 `Retry-After` (the shop's page, or its JSON error), logged as one warning line."""

@@ -1,5 +1,6 @@
-"""Error reports (config/error_reports.py): Sentry, when SENTRY_DSN is set, from the web processes
-and the Celery workers, scrubbed as the logs are. A local HTTP server stands in for Sentry and
+"""Error reports (config/logging/error_reports.py): Sentry, when SENTRY_DSN is set, from the
+web processes and the Celery workers, scrubbed as the logs are. A local HTTP server stands in for
+Sentry and
 keeps every envelope it is sent; errors carrying card numbers, CVVs, card tokens, the provider's
 secret key and the webhook token, in a request and in a task, must arrive without any of them."""
 
@@ -29,8 +30,8 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 
-from config.env import basic_access_token
-from config.error_reports import error_reports_start
+from config.logging.error_reports import error_reports_start
+from config.settings.env import basic_access_token
 from config.urls import urlpatterns as shop_urlpatterns
 from payments.provider.client import get_client
 from payments.provider.errors import NotFound

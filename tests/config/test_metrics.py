@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from config.heartbeats import HEARTBEAT_TASK
+from monitoring.heartbeats import HEARTBEAT_TASK
 from tests.metrics_support import TOKEN, names, samples_of, scrape, value
 from tests.support import ROOT, free_port, wait_until
 
@@ -211,7 +211,7 @@ def test_beat_stamps_its_heartbeat_when_it_queues_a_task(
     in any other process, queueing stamps nothing."""
     from celery.signals import beat_init
 
-    from config import heartbeats
+    from monitoring import heartbeats
 
     _redis_broker(settings)
     monkeypatch.setitem(heartbeats._beat, "running", False)

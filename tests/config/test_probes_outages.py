@@ -1,4 +1,4 @@
-"""The probes when a dependency is away (config/views.py): /readyz follows this instance's
+"""The probes when a dependency is away (monitoring/probes.py): /readyz follows this instance's
 database only, so a Redis outage, which every instance shares, never takes them all out of the
 load balancer; /healthz/deps reports Redis (as the cache and as the broker) within a few
 seconds, also when Redis takes connections and never answers; and the shop's pages and the
@@ -15,7 +15,7 @@ from celery import Celery
 from django.test import Client
 from django.urls import reverse
 
-import config.views
+import monitoring.probes
 from tests.factories import ProductFactory
 from tests.shop import make_order, own, shopper
 from tests.support import free_port, unreachable_database
@@ -102,7 +102,7 @@ def database_away(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The probe's database connection pointed at a database that cannot be reached (a closed
     port; a file in a folder that does not exist on SQLite); the tests' own is untouched."""
     unreachable = unreachable_database("unreachable")
-    monkeypatch.setattr(config.views, "connection", unreachable)
+    monkeypatch.setattr(monitoring.probes, "connection", unreachable)
     yield
     unreachable.close()
 

@@ -1,4 +1,4 @@
-"""The production broker's transport (config/redis_broker.py): kombu's Redis transport, whose
+"""The production broker's transport (config/celery/redis_broker.py): kombu's Redis transport, whose
 channels say that their connection was released with a connection error, which kombu ignores
 while closing, rather than with an AttributeError, which ended the worker."""
 
@@ -11,7 +11,7 @@ from kombu import Connection
 from kombu.common import ignore_errors
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from config.redis_broker import Transport
+from config.celery.redis_broker import Transport
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 pytestmark = pytest.mark.skipif(
@@ -41,6 +41,6 @@ def test_the_shop_uses_it_for_a_redis_broker() -> None:
 
     from config.celery import app
 
-    assert settings.CELERY_BROKER_TRANSPORT == "config.redis_broker:Transport"
+    assert settings.CELERY_BROKER_TRANSPORT == "config.celery.redis_broker:Transport"
     with app.connection_for_write() as connection:
         assert isinstance(connection.transport, Transport)

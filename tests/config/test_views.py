@@ -1,4 +1,4 @@
-"""The project's own endpoints (config/views.py): health, readiness and dependency probes, and
+"""The project's own endpoints (monitoring/probes.py): health, readiness and dependency probes, and
 the pages of refusals."""
 
 from __future__ import annotations

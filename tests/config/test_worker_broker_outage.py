@@ -1,7 +1,7 @@
 """A Celery worker through a Redis outage, as production runs both: a worker of the threads pool
 (the Procfile's command), on a Redis of the test's own that keeps its messages on disk
 (`appendfsync always`, as production's should). The worker rides it out in its own process
-(config/redis_broker.py); and should it end anyway, its supervisor (bin/keep-running here,
+(config/celery/redis_broker.py); and should it end anyway, its supervisor (bin/keep-running here,
 systemd's `Restart=always` in production: docs/deploy/) starts it again and the work resumes."""
 
 from __future__ import annotations

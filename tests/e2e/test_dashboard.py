@@ -23,7 +23,7 @@ from playwright.sync_api import expect
 
 from checkout.catalog_seed import DEMO_PRODUCTS
 from checkout.models import OrderMail
-from config.dashboard import owner_dashboard
+from dashboard.figures import owner_dashboard
 from payments.models import AUTHORIZATION_VALIDITY
 from tests.e2e.support import Shop, log_in
 from tests.e2e.test_accessibility import violations

@@ -12,11 +12,13 @@ from __future__ import annotations
 import sys
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 from django.utils.cache import add_never_cache_headers
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django_guid import get_guid
 from rest_framework import exceptions
 from rest_framework.views import APIView
@@ -27,7 +29,7 @@ from core.db_errors import database_unavailable
 
 class ServerError(exceptions.APIException):
     status_code = 500
-    default_detail = _("Something went wrong on our side. Please try again in a moment.")
+    default_detail = gettext_lazy("Something went wrong on our side. Please try again in a moment.")
     default_code = "server_error"
 
 
@@ -68,3 +70,49 @@ def _answers_json(request: HttpRequest) -> bool:
     if isinstance(view_class, type) and issubclass(view_class, APIView):
         return True
     return request.headers.get("Accept", "").startswith("application/json")
+
+
+def ratelimited(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The answer to a request over its rate limit: 429 with a readable message."""
+    message = _("Too many attempts. Please wait a few minutes before trying again.")
+    if request.headers.get("Accept", "").startswith("application/json"):
+        return JsonResponse({"error": "too_many_attempts", "message": message}, status=429)
+    return render(
+        request,
+        "429.html",
+        {"message": message, "shop_name": settings.SHOP_NAME},
+        status=429,
+    )
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A refusal (403), readable: in the staff admin on the admin's own page with the reason
+    the refusing view gave; on the shop, the shop's page."""
+    reason = str(exception) or _("You do not have the permission for this.")
+    if (
+        request.path.startswith("/admin/")
+        and getattr(request, "user", None)
+        and request.user.is_staff
+    ):
+        from django.contrib import admin
+
+        context = {
+            **admin.site.each_context(request),
+            "title": _("You cannot do this"),
+            "reason": reason,
+        }
+        return render(request, "admin/forbidden.html", context, status=403)
+    return render(
+        request, "403.html", {"reason": reason, "shop_name": settings.SHOP_NAME}, status=403
+    )
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """A request refused by the CSRF check (CSRF_FAILURE_VIEW), on the shop's own 403 page:
+    Django's default speaks to the visitor as usted and of DEBUG. For a shopper this is almost
+    always a page left open too long (its token gone with the session) or a second tab."""
+    message = _(
+        "This page was open for too long, or in another tab, so it could not be sent. Reload "
+        "the page and try again."
+    )
+    return permission_denied(request, PermissionDenied(message))

@@ -113,7 +113,7 @@ class WebhookRequestRedacted(logging.Filter):
 
 class DatabaseUnavailableWarning(logging.Filter):
     """Django's record of a request answered 503 because the database could not be reached
-    (config/error_pages.py) becomes one warning line, "database unavailable", naming the
+    (core/error_pages.py) becomes one warning line, "database unavailable", naming the
     request and the error's first line: while the database is away every request ends so, and
     a traceback (and an error report by mail) for each would bury the rest of the log. Any
     other record, a server error's traceback included, is left as it is."""

@@ -9,8 +9,8 @@ from decimal import ROUND_CEILING, Decimal
 
 from django.utils.formats import date_format
 
-from config.dashboard import Day
 from core.money import pesos
+from dashboard.figures import Day
 
 WIDTH, HEIGHT = 640, 220
 LEFT, RIGHT, TOP, BOTTOM = 92, 8, 12, 28  # room for the amounts' and the days' labels

@@ -7,12 +7,8 @@ import time
 
 from django.conf import settings
 from django.core.cache import cache
-from django.core.exceptions import PermissionDenied
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
 from django.utils.decorators import method_decorator
-from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
@@ -20,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import JSONAPIView
+from core.task_queue import broker_round_trip
 from payments.health import provider_check_read
 
 
@@ -51,12 +48,7 @@ DEPENDENCY_TIMEOUT = 2
 
 
 def _broker() -> None:
-    """One connection to the broker and a round trip on it, without retrying."""
-    from config.celery import app
-
-    timeouts = {"socket_connect_timeout": DEPENDENCY_TIMEOUT, "socket_timeout": DEPENDENCY_TIMEOUT}
-    with app.connection_for_write(transport_options=timeouts) as conn:
-        conn.ensure_connection(max_retries=0, timeout=DEPENDENCY_TIMEOUT)
+    broker_round_trip(timeout=DEPENDENCY_TIMEOUT)
 
 
 # The provider check's stamp is recent while it is newer than this many of its intervals.
@@ -206,49 +198,3 @@ class DependenciesView(JSONAPIView):
             "provider": _provider() if cache_check["ok"] else _unread(cache_check),
         }
         return _report(checks, "ok", "degraded")
-
-
-def ratelimited(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """The answer to a request over its rate limit: 429 with a readable message."""
-    message = _("Too many attempts. Please wait a few minutes before trying again.")
-    if request.headers.get("Accept", "").startswith("application/json"):
-        return JsonResponse({"error": "too_many_attempts", "message": message}, status=429)
-    return render(
-        request,
-        "429.html",
-        {"message": message, "shop_name": settings.SHOP_NAME},
-        status=429,
-    )
-
-
-def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """A refusal (403), readable: in the staff admin on the admin's own page with the reason
-    the refusing view gave; on the shop, the shop's page."""
-    reason = str(exception) or _("You do not have the permission for this.")
-    if (
-        request.path.startswith("/admin/")
-        and getattr(request, "user", None)
-        and request.user.is_staff
-    ):
-        from django.contrib import admin
-
-        context = {
-            **admin.site.each_context(request),
-            "title": _("You cannot do this"),
-            "reason": reason,
-        }
-        return render(request, "admin/forbidden.html", context, status=403)
-    return render(
-        request, "403.html", {"reason": reason, "shop_name": settings.SHOP_NAME}, status=403
-    )
-
-
-def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
-    """A request refused by the CSRF check (CSRF_FAILURE_VIEW), on the shop's own 403 page:
-    Django's default speaks to the visitor as usted and of DEBUG. For a shopper this is almost
-    always a page left open too long (its token gone with the session) or a second tab."""
-    message = _(
-        "This page was open for too long, or in another tab, so it could not be sent. Reload "
-        "the page and try again."
-    )
-    return permission_denied(request, PermissionDenied(message))

@@ -1,7 +1,7 @@
 """Heartbeats, so that alerts see a Celery worker or beat gone silent: beat queues the
 heartbeat task on every queue every METRICS_HEARTBEAT_EVERY seconds, and the worker that runs
 it records when (per queue); beat records when it last queued any task. Both are kept in the
-cache (Redis) and shown by /metrics (`config.metrics_state`)."""
+cache (Redis) and shown by /metrics (`monitoring.gauges`)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from celery import shared_task
 from celery.signals import beat_init, before_task_publish
 from django.core.cache import cache
 
+from core.task_queue import shop_task
+
 logger = logging.getLogger(__name__)
 
+# Its name from when it lived in config: the running release queues by it.
 HEARTBEAT_TASK = "config.heartbeats.heartbeat_task"
 QUEUE_KEY = "metrics:heartbeat:queue:{queue}"
 BEAT_KEY = "metrics:heartbeat:beat"
@@ -36,7 +38,7 @@ def _record(key: str) -> None:
         logger.warning("heartbeat not recorded: %s", type(exc).__name__)
 
 
-@shared_task(name=HEARTBEAT_TASK, bind=True, ignore_result=True)
+@shop_task(HEARTBEAT_TASK, bind=True, acks_late=False)
 def heartbeat_task(self: Any) -> None:
     """Record that a worker took a task from this queue (the queue it was delivered on)."""
     queue = (self.request.delivery_info or {}).get("routing_key") or "unknown"

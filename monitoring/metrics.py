@@ -5,7 +5,7 @@ The endpoint is not public: it answers 404 unless METRICS_TOKEN is set, and then
 production setup: several gunicorn workers, Celery workers), the counters and histograms are
 those of every process writing into that directory, summed (prometheus-client's multiprocess
 mode); without it, those of the process that answers. Gauges of the shop's state (queues,
-database, heartbeats) are read at scrape time by `config.metrics_state`.
+database, heartbeats) are read at scrape time by `monitoring.gauges`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from prometheus_client import (
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from config.metrics_state import ShopStateCollector
+from monitoring.gauges import ShopStateCollector
 
 HTTP_REQUESTS = Counter(
     "shop_http_requests_total",

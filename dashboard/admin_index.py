@@ -1,5 +1,5 @@
 """The admin's home page with the owner's dashboard above the list of models: the site's own
-index view, given the dashboard (config.dashboard) as the user may see it."""
+index view, given the dashboard (dashboard.figures) as the user may see it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from config.dashboard import owner_dashboard
-from config.dashboard_chart import sales_chart
+from dashboard.chart import sales_chart
+from dashboard.figures import owner_dashboard
 
 INDEX_TEMPLATE = "admin/owner_index.html"
 

@@ -1,7 +1,7 @@
 """The gauges computed when /metrics is scraped: the Celery queues' lengths (Redis LLEN, with a
 short timeout, so that a Redis outage shows as `shop_redis_up 0` rather than a failed scrape),
 the apps' gauges read from the database (cached briefly, so that several scrapers do not
-multiply the load), and the workers' and beat's heartbeats (config.heartbeats)."""
+multiply the load), and the workers' and beat's heartbeats (monitoring.heartbeats)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from checkout import metrics as checkout_metrics
-from config import heartbeats
+from monitoring import heartbeats
 from payments import metrics as payments_metrics
 from webhooks import metrics as webhooks_metrics
 
