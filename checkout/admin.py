@@ -14,7 +14,6 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from checkout.admin_actions import OrderActionsMixin, available_actions
-from checkout.installment_plans import interest_free_text
 from checkout.models import TO_SHIP, Order, OrderItem, OrderMail, Product
 from checkout.selectors import (
     order_ledger,
@@ -24,6 +23,7 @@ from checkout.selectors import (
 )
 from checkout.services.mail import unsent_for
 from checkout.templatetags.shop import mxn
+from checkout.words import interest_free_text
 from core.admin_lists import (
     BoundedListAdmin,
     DateRangeFilter,

@@ -12,8 +12,8 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from checkout.installment_plans import order_installments, plan_text
 from checkout.templatetags.shop import mxn
+from checkout.words import order_installments, plan_text
 from payments.catalogue.rules import installments_allowed
 
 __all__ = [

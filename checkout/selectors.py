@@ -9,9 +9,8 @@ from decimal import Decimal
 
 from django.db.models import F, OuterRef, QuerySet, Subquery, Sum
 
-from checkout import ledger
-from checkout.installment_plans import CHARGED
 from checkout.models import Order, OrderEvent
+from checkout.words import CHARGED, message_text
 from payments.models import Payment, PaymentEvent
 from payments.words import entry_details
 
@@ -91,7 +90,7 @@ def order_ledger(order: Order, payments: list[Payment]) -> list[LedgerLine]:
         LedgerLine(
             event.created_at,
             event.get_kind_display(),
-            ledger.message_text(event.message),
+            message_text(event.message),
             None,
             event.actor.get_username() if event.actor else "",
             None,

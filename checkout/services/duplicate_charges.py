@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import logging
 
-from checkout.ledger import RETURNED_AFTER_CANCELLATION, RETURNED_AFTER_EXPIRY
 from checkout.models import Order, OrderEventKind, OrderStatus
 from checkout.selectors import order_payments
 from checkout.services.order_status import CLOSED_STATUSES, charges_held
 from checkout.services.stock import record
+from checkout.words import RETURNED_AFTER_CANCELLATION, RETURNED_AFTER_EXPIRY
 from payments.actions.calls import payment_cancel, payment_refund
 from payments.models import PaymentStatus
 from payments.provider.errors import PaymentError, PaymentInProgress, ProviderDown

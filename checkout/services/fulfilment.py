@@ -20,7 +20,6 @@ from typing import Any
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from checkout.ledger import shipment_message
 from checkout.models import Fulfilment, Order, OrderEventKind, OrderItem, OrderStatus
 from checkout.selectors import order_payments
 from checkout.services.fulfilment_rules import (
@@ -35,6 +34,7 @@ from checkout.services.fulfilment_rules import (
 from checkout.services.mail import queue_order_mails
 from checkout.services.stock import order_restock_unshipped, record, restock
 from checkout.templatetags.shop import mxn
+from checkout.words import shipment_message
 from payments.actions.calls import payment_cancel, payment_capture, payment_refund
 from payments.models import Payment, Refund
 from payments.provider.errors import PaymentError

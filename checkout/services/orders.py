@@ -15,7 +15,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from checkout.cart import Cart
-from checkout.ledger import PAID_AFTER_CANCELLATION, PAID_AFTER_EXPIRY
 from checkout.models import (
     Fulfilment,
     Order,
@@ -35,6 +34,7 @@ from checkout.services.order_status import (
 )
 from checkout.services.stock import OutOfStock, order_restock_unshipped, order_take_back, record
 from checkout.task_names import RELEASE_DUPLICATES_TASK
+from checkout.words import PAID_AFTER_CANCELLATION, PAID_AFTER_EXPIRY
 from core.task_queue import queue_on_commit
 from payments.models import Payment
 from payments.rereading.rules import changed_references

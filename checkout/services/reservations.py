@@ -13,13 +13,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from checkout.ledger import NOT_PAID_IN_TIME
 from checkout.models import PAYABLE_STATUSES, Fulfilment, Order, OrderEventKind, OrderStatus
 from checkout.selectors import order_payments
 from checkout.services.mail import queue_order_mails
 from checkout.services.mails_due import late_payments
 from checkout.services.order_status import CLOSED_STATUSES, derive_order_status
 from checkout.services.stock import order_restock_unshipped, record
+from checkout.words import NOT_PAID_IN_TIME
 from payments.models import PaymentStatus
 
 logger = logging.getLogger(__name__)

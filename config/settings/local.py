@@ -7,7 +7,7 @@ Without provider credentials in the environment, the shop uses the sandbox's dem
 from __future__ import annotations
 
 from config.settings import base
-from config.settings.base import *  # noqa: F403
+from config.settings.base import *
 from config.settings.env import basic_access_token, env_bool, env_str
 
 DEBUG = env_bool("DJANGO_DEBUG", True)

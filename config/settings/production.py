@@ -15,7 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.logging import LOG_FORMATS
 from config.settings import base
-from config.settings.base import *  # noqa: F403
+from config.settings.base import *
 from config.settings.env import env_bool, env_int, env_list, env_str
 
 _problems: list[str] = []

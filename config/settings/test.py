@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from config.settings.local import *  # noqa: F403
+from config.settings.local import *
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -24,8 +24,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 
-from checkout import ledger
 from checkout.models import Order
+from checkout.words import CHARGED, NOT_PAID_IN_TIME
 from payments.words import EXPIRY_WARNING, NOT_REACHED, REFUND
 from tools.volume import people
 from tools.volume.plan import PLAN, TZ, R
@@ -254,8 +254,8 @@ def _chunk(
         "order_type": ctx.order_type,
         "minutes": ctx.reservation_minutes,
         "unmatched": round((high - low) * 0.01),
-        "expired_text": ledger.NOT_PAID_IN_TIME(minutes=ctx.reservation_minutes),
-        "charged_text": ledger.CHARGED(charged="{c}", released="{r}"),
+        "expired_text": NOT_PAID_IN_TIME(minutes=ctx.reservation_minutes),
+        "charged_text": CHARGED(charged="{c}", released="{r}"),
         "refund_text": REFUND(refund="{id}"),
         "warning_text": EXPIRY_WARNING(when="{w}", days="{d}", hours="{h}"),
         "not_reached": NOT_REACHED,
