@@ -86,15 +86,13 @@ def noop_drain(count: int) -> float:
     `count` no-op tasks sent at once, once every worker is idle."""
     from django.core.cache import cache
 
-    from bench.tasks import NOOP_COUNTER, noop_task
-    from config.celery import app
+    from bench.tasks import NOOP_COUNTER, NOOP_TASK
+    from core.task_queue import send_each
 
     runtime.settle()
     cache.set(NOOP_COUNTER, 0, timeout=None)
     started = time.monotonic()
-    with app.producer_or_acquire() as producer:
-        for index in range(count):
-            noop_task.apply_async(args=(index,), queue="provider_reads", producer=producer)
+    send_each(NOOP_TASK, [(index,) for index in range(count)], queue="provider_reads", raising=True)
     while int(cache.get(NOOP_COUNTER) or 0) < count:
         time.sleep(0.05)
     return time.monotonic() - started

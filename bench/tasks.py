@@ -1,20 +1,22 @@
 """The benchmarks' tasks: a no-op (the storm's baseline) and the tutorial receiver's task."""
 
-from celery import shared_task
 from django.core.cache import cache
 
+from core.task_queue import shop_task
 from payments.rereading.calls import payment_sync
 from webhooks.models import WebhookEvent
 
 NOOP_COUNTER = "bench:noop-done"
+NOOP_TASK = "bench.tasks.noop_task"
+TUTORIAL_TASK = "bench.tasks.tutorial_process_task"
 
 
-@shared_task(acks_late=True, ignore_result=True)
+@shop_task(NOOP_TASK)
 def noop_task(index: int) -> None:
     cache.incr(NOOP_COUNTER)  # the storm counts the tasks run
 
 
-@shared_task(acks_late=True, ignore_result=True)
+@shop_task(TUTORIAL_TASK)
 def tutorial_process_task(event_id: int) -> None:
     """What a tutorial's task does: read the payment of the event and apply it."""
     event = WebhookEvent.objects.get(pk=event_id)

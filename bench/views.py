@@ -18,8 +18,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bench.tasks import tutorial_process_task
+from bench.tasks import TUTORIAL_TASK
 from checkout.ownership import own_order
+from core.task_queue import send_now
 from payments.models import Payment
 from payments.provider.client import get_client
 from payments.provider.errors import OutcomeUnknown, PaymentError, ProviderApiError
@@ -60,7 +61,7 @@ class TutorialReceiver(APIView):
         serializer = NotificationSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         event = serializer.save()
-        tutorial_process_task.delay(event.pk)
+        send_now(TUTORIAL_TASK, (event.pk,))
         return Response({"status": "received"})
 
 

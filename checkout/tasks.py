@@ -47,11 +47,12 @@ def reservations_expire_task() -> int:
 # --- Mails to the shopper ---------------------------------------------------------------------
 
 
+# Named when the service was `order_mail_send`: the running release queues by this name.
 @shop_task("checkout.tasks.order_mail_send_task", retry=MAIL.on(Exception))
-def order_mail_send_task(mail_id: int) -> bool:
+def order_mail_deliver_task(mail_id: int) -> bool:
     """Send one of the order's mails, once (a redelivery or a second task finds it sent); a
     mail server's failure is tried again later."""
-    return mail.order_mail_send(mail_id=mail_id)
+    return mail.order_mail_deliver(mail_id=mail_id)
 
 
 @shop_task("checkout.tasks.orders_list_mail_task", retry=MAIL_ON_REQUEST.on(Exception))
@@ -62,7 +63,7 @@ def orders_list_mail_task(email: str, language: str) -> int:
 
 @shop_task("checkout.tasks.order_mails_sweep_task", acks_late=False)
 def order_mails_sweep_task() -> int:
-    """The safety net of `order_mail_send_task`: a mail unsent for SWEEP_AFTER (its task lost,
+    """The safety net of `order_mail_deliver_task`: a mail unsent for SWEEP_AFTER (its task lost,
     or the broker down when it was queued) is queued again, at most once per SWEEP_LEASE."""
     return send_each(MAIL_SEND_TASK, [(mail_id,) for mail_id in mail.order_mails_to_resend()])
 

@@ -2,7 +2,7 @@
 given its payments (the only way an order moves), the payment page, duplicate charges, mail."""
 
 from checkout.selectors import order_payments
-from checkout.services.mail import order_mail_send, orders_list_send, queue_order_mails
+from checkout.services.mail import order_mail_deliver, orders_list_send, queue_order_mails
 from checkout.services.mails_due import order_mails_due
 from checkout.services.order_status import PAID_STATUSES, charges_held, derive_order_status
 from checkout.services.orders import (
@@ -27,7 +27,7 @@ __all__ = [
     "order_as_paid_now",
     "order_check_payment",
     "order_create_from_cart",
-    "order_mail_send",
+    "order_mail_deliver",
     "order_mails_due",
     "order_pay",
     "order_payments",

@@ -161,7 +161,7 @@ def order_mail_message(mail: OrderMail) -> EmailMultiAlternatives:
 # --- Sending ----------------------------------------------------------------------------------
 
 
-def order_mail_send(*, mail_id: int) -> bool:
+def order_mail_deliver(*, mail_id: int) -> bool:
     """Send one order mail, exactly once: claimed (its row locked, skipped if another worker
     holds it) while unsent, and marked sent only once the mail server took it. If sending
     raises, nothing is marked and the error is raised (the task tries again). False when it

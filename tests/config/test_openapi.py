@@ -45,7 +45,16 @@ from tests.support import ROOT, shop_schema
 SCHEMA = schemathesis.openapi.from_dict(shop_schema())
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 TOKEN = "whk-openapi-3e9b1c7d5a"
-OUR_APPS = ("checkout.", "config.", "webhooks.", "payments.")
+OUR_APPS = (
+    "checkout.",
+    "config.",
+    "webhooks.",
+    "payments.",
+    "core.",
+    "monitoring.",
+    "dashboard.",
+    "staff_actions.",
+)
 CSRF_EXEMPT = {"/webhooks/payments/{token}/", "/csp-report/"}  # as the description says
 # The admin's own JSON views (the staff-action status its pages poll, staff only) belong to the
 # admin's pages, not to the shop's API: not described, like the rest of the admin.

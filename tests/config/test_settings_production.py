@@ -35,7 +35,8 @@ results = {}
 for name, env in json.load(sys.stdin).items():
     os.environ.clear()
     os.environ.update(env)
-    for module in ("production", "base"):  # read the environment again
+    # read the environment again: every part of the settings
+    for module in ("production", "base", "observability", "shop", "queues", "framework"):
         sys.modules.pop(f"config.settings.{module}", None)
         vars(package).pop(module, None)
     try:
