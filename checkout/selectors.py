@@ -10,7 +10,7 @@ from decimal import Decimal
 from django.db.models import F, OuterRef, QuerySet, Subquery, Sum
 
 from checkout.models import Order, OrderEvent
-from checkout.words import CHARGED, message_text
+from checkout.words import PLAN_STATUSES, message_text
 from payments.models import Payment, PaymentEvent
 from payments.words import entry_details
 
@@ -37,7 +37,7 @@ def with_installment_plan(orders: QuerySet[Order]) -> QuerySet[Order]:
     in installments, as `order_installments` reads it (null when paid in full); one indexed
     look-up per order shown, within the list's own query."""
     latest = Payment.objects.filter(
-        external_reference=OuterRef("reference"), installments__gt=1, status__in=CHARGED
+        external_reference=OuterRef("reference"), installments__gt=1, status__in=PLAN_STATUSES
     ).order_by("-created_at", "-pk")
     return orders.annotate(
         plan_months=Subquery(latest.values("installments")[:1]),

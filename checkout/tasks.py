@@ -30,14 +30,14 @@ def order_sync_task(order_id: int) -> str | None:
     return order.status if order is not None else None
 
 
-@shop_task("checkout.tasks.orders_follow_payments_task", acks_late=False)
+@shop_task("checkout.tasks.orders_follow_payments_task")
 def orders_follow_payments_task() -> int:
     """The safety net of `order_sync_task`: an order whose payments changed since the last run
     but whose status does not say so (its task could not be queued, or was lost) is synced."""
     return orders.orders_follow_payments()
 
 
-@shop_task("checkout.tasks.reservations_expire_task", acks_late=False)
+@shop_task("checkout.tasks.reservations_expire_task")
 def reservations_expire_task() -> int:
     """Expire the orders not paid within SHOP_RESERVATION_MINUTES: their items go back to stock
     (pages that show stock do it too, at once)."""
@@ -61,7 +61,7 @@ def orders_list_mail_task(email: str, language: str) -> int:
     return mail.orders_list_send(email=email, language=language)
 
 
-@shop_task("checkout.tasks.order_mails_sweep_task", acks_late=False)
+@shop_task("checkout.tasks.order_mails_sweep_task")
 def order_mails_sweep_task() -> int:
     """The safety net of `order_mail_deliver_task`: a mail unsent for SWEEP_AFTER (its task lost,
     or the broker down when it was queued) is queued again, at most once per SWEEP_LEASE."""
@@ -71,13 +71,13 @@ def order_mails_sweep_task() -> int:
 # --- Retention (docs/deployment.md, "Retention") ----------------------------------------------
 
 
-@shop_task("checkout.tasks.mails_prune_task", acks_late=False)
+@shop_task("checkout.tasks.mails_prune_task")
 def mails_prune_task() -> int:
     """Blank the text of the mails sent over SHOP_MAIL_KEEP_DAYS ago (beat, hourly)."""
     return retention.mails_prune()
 
 
-@shop_task("checkout.tasks.sessions_prune_task", acks_late=False)
+@shop_task("checkout.tasks.sessions_prune_task")
 def sessions_prune_task() -> int:
     """Delete the expired browser sessions (beat, daily)."""
     return retention.sessions_prune()

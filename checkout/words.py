@@ -70,7 +70,8 @@ def message_text(message: str) -> str:
 # interest-free`): from its payments alone, with no look at the provider's catalogue.
 
 
-CHARGED = (PaymentStatus.AUTHORIZED, PaymentStatus.APPROVED, PaymentStatus.REFUNDED)
+# The statuses of a payment whose plan the order shows.
+PLAN_STATUSES = (PaymentStatus.AUTHORIZED, PaymentStatus.APPROVED, PaymentStatus.REFUNDED)
 
 
 def plan_text(months: int, monthly: Decimal | None) -> str:
@@ -80,7 +81,7 @@ def plan_text(months: int, monthly: Decimal | None) -> str:
 
 def order_installments(payments: list[Payment]) -> str:
     """The plan of the order's charge when it is paid in installments (`plan_text`), else ''."""
-    paying = [p for p in payments if p.installments > 1 and p.status in CHARGED]
+    paying = [p for p in payments if p.installments > 1 and p.status in PLAN_STATUSES]
     if not paying:
         return ""
     return interest_free_text(paying[-1].installments, paying[-1].installment_amount)

@@ -38,7 +38,7 @@ def _record(key: str) -> None:
         logger.warning("heartbeat not recorded: %s", type(exc).__name__)
 
 
-@shop_task(HEARTBEAT_TASK, bind=True, acks_late=False)
+@shop_task(HEARTBEAT_TASK, bind=True)
 def heartbeat_task(self: Any) -> None:
     """Record that a worker took a task from this queue (the queue it was delivered on)."""
     queue = (self.request.delivery_info or {}).get("routing_key") or "unknown"

@@ -40,7 +40,7 @@ def webhook_relay_task() -> int:
     return webhook_relay()
 
 
-@shop_task("webhooks.tasks.webhooks_prune_task", acks_late=False)
+@shop_task("webhooks.tasks.webhooks_prune_task")
 def webhooks_prune_task() -> int:
     """Delete the notifications finished over WEBHOOKS_KEEP_DAYS ago (beat, hourly)."""
     return webhooks_prune()
