@@ -150,6 +150,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "drain_ratio": drain / ((noop_before + noop_after) / 2),
         "drain_ratio_judged": drain / max(posting, (noop_before + noop_after) / 2),
         "tail_seconds": storm["tail"],
+        # Judged against the no-op drain of the same run, not the clock of the machine it runs on.
+        "tail_ratio": storm["tail"] / ((noop_before + noop_after) / 2),
         "reads": storm["reads"], "reads_per_notification": storm["reads"] / total,
         "payments": args.payments,
         "wait_p50": runtime.percentile(waits, 0.5), "wait_p90": runtime.percentile(waits, 0.9),
@@ -244,7 +246,8 @@ def report(f: dict[str, Any]) -> tuple[str, list[list[object]]]:
         runtime.verdict("provider reads per notification", f["reads_per_notification"], "<=", 0.35),
         runtime.verdict("drain / no-op drain", f["drain_ratio"]),
         runtime.verdict("drain / longer of no-op and posting", f["drain_ratio_judged"], "<=", 1.5),
-        runtime.verdict("tail: last answered -> all processed (s)", f["tail_seconds"], "<=", 10),
+        runtime.verdict("tail: last answered -> all processed (s)", f["tail_seconds"]),
+        runtime.verdict("tail / no-op drain", f["tail_ratio"], "<=", 0.5),
         runtime.verdict("calm: 200 -> order updated, p95 (s)", f["calm_p95"], "<=", 1.5),
         runtime.verdict("notification -> processed, p90 (s)", f["wait_p90"]),
     ]  # fmt: skip
