@@ -4,7 +4,7 @@ configured to use it, a Celery worker, and what several folders' tests ask of th
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -12,27 +12,26 @@ from urllib.parse import urlsplit
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from tests.stack import processes  # noqa: F401  (the fixture, for every folder)
-from tests.support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    PUBLIC_KEY,
-    SECRET_KEY,
-    Api,
+from tests.helpers.cache import clear_cache
+from tests.helpers.processes import processes  # noqa: F401  (the fixture, for every folder)
+from tests.helpers.provider import PUBLIC_KEY, SECRET_KEY, Api, refuse_provider_calls
+from tests.helpers.sandbox import (
     SandboxProcess,
-    clear_cache,
     drop_sandbox_database,
-    fill_catalogue,
-    refuse_provider_calls,
     run_sandbox,
     sandbox_database_url,
 )
+from tests.helpers.shop import fill_catalogue
 
 # Fuzz tests can be replayed: every failure prints the blob that reproduces it
 # (@reproduce_failure), and in CI each run draws the same examples (a fixed seed per test).
 hypothesis_settings.register_profile("dev", print_blob=True)
 hypothesis_settings.register_profile("ci", print_blob=True, derandomize=True, database=None)
 hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+# Debian's Chromium, driven by Playwright (no browser is ever downloaded).
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
 def _sandbox_database_name() -> str:
@@ -133,6 +132,37 @@ def playwright_browser() -> Iterator[Any]:
         browser.close()
 
 
+@pytest.fixture
+def json_log() -> Iterator[Callable[[], list[dict[str, Any]]]]:
+    """The console handler as production builds it (request id, redaction, JSON), on the root
+    logger at INFO; returns a function giving the lines written so far, parsed."""
+    import io
+    import json
+    import logging
+
+    from config.logging import RedactSecrets, console_formatter
+    from core.request_id import RequestIdFilter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RequestIdFilter())
+    handler.addFilter(RedactSecrets())
+    handler.setFormatter(console_formatter("json"))
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+    def lines() -> list[dict[str, Any]]:
+        with handler.lock:  # type: ignore[union-attr]
+            text = stream.getvalue()
+        return [json.loads(line) for line in text.splitlines()]
+
+    yield lines
+    root.removeHandler(handler)
+    root.setLevel(level)
+
+
 # --- A real Celery worker (celery.contrib.pytest) on the shop's own app and broker ------------
 
 
@@ -183,7 +213,7 @@ def run_queued(celery_app: Any, empty_broker: None) -> Any:
     from django.db import connection
     from django.test import TestCase
 
-    from tests.webhooks.support import take_queued
+    from tests.helpers.broker import take_queued
 
     celery_app.loader.import_default_modules()  # every app's tasks, as a worker finds them
 

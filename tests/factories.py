@@ -1,6 +1,6 @@
-"""factory-boy factories for the shop's data, one per model: rows written straight to the
-database, and payments made through the payment service against the live sandbox when a test
-needs the provider to know them."""
+"""The two ways the tests make the shop's data: factory-boy factories, one per model, for rows
+written straight to the database (PaymentFactory and the rest), and `provider_payment` for a
+payment the live sandbox knows, made through the payment service as checkout makes it."""
 
 from __future__ import annotations
 
@@ -17,18 +17,8 @@ from checkout.models import Order, OrderEvent, OrderItem, Product
 from payments.attempts.calls import payment_send_create
 from payments.attempts.rules import payment_attempt_store
 from payments.models import Payment, PaymentEvent, Refund, Subscription
-from tests.support import VISA, Api
+from tests.helpers.provider import VISA, Api
 from webhooks.models import WebhookEvent
-
-
-def create_now(**attempt: Any) -> Payment:
-    """Store an attempt and send its create here and now, as its task does (its task is not
-    queued: a worker of the test would send it at the same time)."""
-    with transaction.atomic():
-        start = len(connection.run_on_commit)
-        stored = payment_attempt_store(**attempt)
-        del connection.run_on_commit[start:]
-    return payment_send_create(payment=stored)
 
 
 def order_reference() -> str:
@@ -91,11 +81,7 @@ class PaymentFactory(factory.django.DjangoModelFactory):
 
     Traits: `charged` (approved and captured in full) and `held` (authorized, manual capture).
 
-    With `provider` (the live sandbox's API), the payment is made instead as checkout makes it:
-    a card token of `number` from the sandbox, then the payment service, which asks the
-    provider. The service is given `external_reference`, `amount`, `capture_method` and
-    `idempotency_key` (as the attempt's key); the status is the provider's answer, and the
-    service's errors are raised."""
+    A payment the live sandbox must know is made by `provider_payment` instead."""
 
     class Meta:
         model = Payment
@@ -120,36 +106,6 @@ class PaymentFactory(factory.django.DjangoModelFactory):
             None if payment.status in ("creating", "unknown", "failed") else uuid.uuid4().hex
         )
     )
-
-    @classmethod
-    def _create(
-        cls,
-        model_class: type[Payment],
-        *args: Any,
-        provider: Api | None = None,
-        number: str = VISA,
-        **kwargs: Any,
-    ) -> Payment:
-        if provider is None:
-            return super()._create(model_class, *args, **kwargs)
-        # What the provider decides (status, id) and when the row is written are not ours to set.
-        given = set(kwargs) - {"status", "provider_id", "created_at"}
-        unused = given - {"external_reference", "idempotency_key", "amount", "capture_method"}
-        if unused:
-            raise TypeError(f"a payment made through the provider cannot be given {unused}")
-        return create_now(
-            external_reference=kwargs["external_reference"],
-            attempt_key=kwargs["idempotency_key"],
-            amount=Decimal(kwargs["amount"]),
-            currency="MXN",
-            description="Taza de barro",
-            card_token=provider.card_token(number)["id"],
-            capture_method=kwargs["capture_method"],
-            customer={"first_name": "Ana", "last_name": "Pérez", "email": "ana@example.com"},
-            prevention_data={"device_finger_print_token": "sess_test"},
-            return_url="http://127.0.0.1:8000/checkout/return",
-            webhook_url="",
-        )
 
 
 class PaymentEventFactory(factory.django.DjangoModelFactory):
@@ -213,3 +169,54 @@ class WebhookEventFactory(factory.django.DjangoModelFactory):
     state = "processed"
     attempts = 1
     received_at = factory.Sequence(lambda n: timezone.now() + timedelta(seconds=n))
+
+
+# --- A payment the live sandbox knows ---------------------------------------------------------
+
+
+def provider_payment(
+    provider: Api,
+    *,
+    order: Order | None = None,
+    amount: Decimal | str | None = None,
+    capture_method: str = "automatic",
+    number: str = VISA,
+    card_token: str | None = None,
+    external_reference: str | None = None,
+    attempt_key: str | None = None,
+    **attempt: Any,
+) -> Payment:
+    """The one way to make a payment the live sandbox knows, as checkout makes it: a card token
+    of `number` from the sandbox (`provider`, its API) unless `card_token` is given, then the
+    attempt stored by the payment service and its create sent here and now, as its task sends
+    it (its task is not queued: a worker of the test would send it at the same time).
+
+    Of `order` when one is given (its reference and total), else of a new reference, for
+    $250.00; `capture_method` "manual" holds the money (authorized), "automatic" charges it
+    (approved). The status is the provider's answer for the card, and the service's errors are
+    raised. `attempt` overrides the rest of what is stored (description, customer,
+    prevention_data, return_url, webhook_url: "" sends no notification, None the shop's
+    receiver's)."""
+    if amount is None:
+        amount = order.total if order is not None else Decimal("250.00")
+    if external_reference is None:
+        external_reference = order.reference if order is not None else order_reference()
+    fields: dict[str, Any] = {
+        "external_reference": external_reference,
+        "attempt_key": attempt_key or uuid.uuid4().hex,
+        "amount": Decimal(amount) if isinstance(amount, str) else amount,
+        "currency": "MXN",
+        "description": "Taza de barro",
+        "card_token": card_token if card_token is not None else provider.card_token(number)["id"],
+        "capture_method": capture_method,
+        "customer": {"first_name": "Ana", "last_name": "Pérez", "email": "ana@example.com"},
+        "prevention_data": {"device_finger_print_token": "sess_test"},
+        "return_url": "http://127.0.0.1:8000/checkout/return",
+        "webhook_url": "",
+        **attempt,
+    }
+    with transaction.atomic():
+        start = len(connection.run_on_commit)
+        stored = payment_attempt_store(**fields)
+        del connection.run_on_commit[start:]
+    return payment_send_create(payment=stored)

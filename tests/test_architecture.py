@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT
+from tests.helpers.paths import ROOT
 
 PACKAGES = (
     "config",

@@ -21,15 +21,9 @@ import requests
 
 from checkout.models import Order, OrderStatus
 from tests.factories import ProductFactory
-from tests.stack import Processes
-from tests.support import (
-    DECLINED,
-    PROVIDER_ERROR,
-    THREE_DS,
-    VISA,
-    Api,
-    wait_until,
-)
+from tests.helpers.processes import Processes
+from tests.helpers.provider import DECLINED, PROVIDER_ERROR, THREE_DS, VISA, Api
+from tests.helpers.waiting import wait_until
 from tools import soak
 from tools.verdict import verdict
 from webhooks.models import WebhookEvent, WebhookState

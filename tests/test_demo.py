@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.support import ROOT, free_port
+from tests.helpers.paths import ROOT
+from tests.helpers.servers import free_port
 from tools.soak import demo_processes
 
 pytestmark = pytest.mark.skipif(

@@ -16,10 +16,10 @@ from django.urls import reverse
 from payments.models import Payment, PaymentStatus
 from payments.provider.errors import PaymentOutcomeUnknown, ProviderDown
 from payments.rereading.calls import payment_refresh
-from tests.factories import PaymentFactory
-from tests.metrics_support import TOKEN, Samples, scrape, value
-from tests.support import DECLINED, THREE_DS, Api
-from tests.webhooks.support import take_queued
+from tests.factories import provider_payment
+from tests.helpers.broker import take_queued
+from tests.helpers.metrics import TOKEN, Samples, scrape, value
+from tests.helpers.provider import DECLINED, THREE_DS, Api
 from webhooks.processing import webhook_process
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db]
@@ -52,9 +52,9 @@ def test_a_payment_a_decline_a_notification_and_a_failed_read_are_counted(
 
     # A payment and a declined card, made by the payment service against the sandbox
     with django_capture_on_commit_callbacks(execute=True):
-        paid = PaymentFactory(provider=shop)
+        paid = provider_payment(shop)
     with django_capture_on_commit_callbacks(execute=True):
-        declined = PaymentFactory(provider=shop, number=DECLINED)
+        declined = provider_payment(shop, number=DECLINED)
     assert (paid.status, declined.status) == (PaymentStatus.APPROVED, PaymentStatus.REJECTED)
 
     # A notification of the paid one, received over HTTP and processed (one provider read)
@@ -99,12 +99,12 @@ def test_three_d_secure_and_an_unanswered_create_are_counted(
     500 counts an unknown outcome (and no approval)."""
     before = scrape(client)
     with django_capture_on_commit_callbacks(execute=True):
-        challenged = PaymentFactory(provider=shop, number=THREE_DS)
+        challenged = provider_payment(shop, number=THREE_DS)
     assert challenged.status == PaymentStatus.PENDING
 
     shop.add_fault(path="/payments", method="POST", status=500)
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(PaymentOutcomeUnknown):
-        PaymentFactory(provider=shop, external_reference="ORD-LOST01")
+        provider_payment(shop, external_reference="ORD-LOST01")
     assert Payment.objects.get(external_reference="ORD-LOST01").status == PaymentStatus.UNKNOWN
 
     delta = deltas(before, scrape(client))

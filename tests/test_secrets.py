@@ -42,8 +42,9 @@ from payments.catalogue.calls import payment_methods_refresh
 from payments.models import Payment, PaymentStatus
 from payments.provider.client import get_client
 from tests.factories import ProductFactory
-from tests.shop import CUSTOMER
-from tests.support import (
+from tests.helpers.broker import take_queued
+from tests.helpers.cache import clear_cache
+from tests.helpers.provider import (
     DECLINED,
     PROVIDER_ERROR,
     PUBLIC_KEY,
@@ -51,11 +52,9 @@ from tests.support import (
     THREE_DS,
     VISA,
     Api,
-    clear_cache,
-    fill_catalogue,
-    free_port,
 )
-from tests.webhooks.support import take_queued
+from tests.helpers.servers import free_port
+from tests.helpers.shop import CUSTOMER, fill_catalogue
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.processing import webhook_process
 

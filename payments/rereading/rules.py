@@ -231,7 +231,7 @@ def payments_lease_checks(payment_ids: list[int], *, now: datetime, until: datet
         due = list(
             Payment.objects.select_for_update(skip_locked=True)
             .filter(pk__in=payment_ids, next_check_at__lte=now)
-            .order_by("next_check_at")
+            .order_by("next_check_at", "pk")
             .values_list("pk", flat=True)
         )
         Payment.objects.filter(pk__in=due).update(next_check_at=until)

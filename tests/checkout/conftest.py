@@ -12,8 +12,9 @@ from django.test import Client
 
 from checkout.models import Product
 from tests.factories import ProductFactory
-from tests.shop import shopper
-from tests.support import Api, free_port
+from tests.helpers.provider import Api
+from tests.helpers.servers import free_port
+from tests.helpers.shop import shopper
 
 
 @pytest.fixture(autouse=True)

@@ -17,8 +17,9 @@ from django.test import Client
 from django.urls import reverse
 
 from checkout.models import Order, Product
-from tests.shop import make_order, own, shopper
-from tests.support import refuse_provider_calls
+from tests.factories import OrderFactory
+from tests.helpers.provider import refuse_provider_calls
+from tests.helpers.shop import own, shopper
 
 pytestmark = pytest.mark.django_db
 
@@ -141,7 +142,7 @@ def product(make_product: Any) -> Product:
 
 def browser_with_order(product: Product, language: str) -> tuple[Client, Order]:
     """A browser of its own in `language` and an order it placed."""
-    order = make_order((product, 1))
+    order = OrderFactory(lines=[(product, 1)])
     return own(shopper(HTTP_ACCEPT_LANGUAGE=language), order), order
 
 
@@ -194,14 +195,14 @@ def test_each_field_error_reads_the_shops_way(product: Product, case: str, langu
 
 
 def not_found_attempt(product: Product, language: str) -> Any:
-    order = make_order((product, 1))  # placed by another browser
+    order = OrderFactory(lines=[(product, 1)])  # placed by another browser
     return shopper(HTTP_ACCEPT_LANGUAGE=language).post(
         pay_url(order), json.dumps(VALID), content_type="application/json"
     )
 
 
 def not_found_status(product: Product, language: str) -> Any:
-    order = make_order((product, 1))
+    order = OrderFactory(lines=[(product, 1)])
     return shopper(HTTP_ACCEPT_LANGUAGE=language).get(status_url(order))
 
 

@@ -10,9 +10,9 @@ from django.test import Client
 from django.urls import reverse
 
 from checkout.cart import MAX_PER_LINE, Cart, CartError
-from tests.checkout.support import all_messages, header_cart_count
-from tests.html_tree import html
-from tests.shop import add_to_cart, cart_of, error_messages
+from tests.checkout.helpers import all_messages, header_cart_count
+from tests.helpers.html import html
+from tests.helpers.shop import add_to_cart, cart_of, error_messages
 
 pytestmark = pytest.mark.django_db
 

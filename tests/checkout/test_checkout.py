@@ -10,9 +10,9 @@ from django.urls import reverse
 
 from checkout.forms import MEXICAN_STATES, CheckoutForm
 from checkout.models import Order, OrderItem, Product
-from tests.checkout.support import REFERENCE_RE, header_cart_count
-from tests.html_tree import html
-from tests.shop import CUSTOMER, add_to_cart, cart_of, error_messages, place_order, shopper
+from tests.checkout.helpers import REFERENCE_RE, header_cart_count
+from tests.helpers.html import html
+from tests.helpers.shop import CUSTOMER, add_to_cart, cart_of, error_messages, place_order, shopper
 
 pytestmark = pytest.mark.django_db
 FIELDS = set(CUSTOMER)

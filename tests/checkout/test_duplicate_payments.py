@@ -13,9 +13,9 @@ from checkout.models import Order, OrderStatus
 from checkout.services import order_payments
 from payments.models import Payment, PaymentStatus
 from payments.rereading.calls import payment_refresh
-from tests.checkout.support import open_challenge, pay_order
+from tests.checkout.helpers import open_challenge, pay_order
 from tests.factories import ProductFactory
-from tests.support import VISA, Api
+from tests.helpers.provider import VISA, Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,7 +44,7 @@ def _paid_twice(provider: Api) -> tuple[Order, Payment]:
     challenge completed at the provider: the attempt's local record, not yet refreshed."""
     order = _order()
     pending = open_challenge(provider, order)
-    paid = pay_order(order, card_token=provider.card_token(VISA)["id"], attempt_id="b" * 32)
+    paid = pay_order(provider, order, VISA)
     assert (pending.result, paid.result) == ("pending", "approved")
     answer = requests.post(
         pending.three_ds_url, data={"action": "submit", "code": "123456"}, timeout=10

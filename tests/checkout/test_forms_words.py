@@ -13,8 +13,8 @@ from django.test import Client
 from django.urls import reverse
 
 from checkout.models import Product
-from tests.html_tree import html
-from tests.shop import CUSTOMER, add_to_cart, shopper
+from tests.helpers.html import html
+from tests.helpers.shop import CUSTOMER, add_to_cart, shopper
 
 pytestmark = pytest.mark.django_db
 

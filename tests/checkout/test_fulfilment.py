@@ -22,9 +22,9 @@ from checkout.services.fulfilment import (
 )
 from checkout.services.orders import order_sync_status
 from payments.models import Payment, PaymentEvent
-from tests.checkout.support import remote_of, stock
-from tests.shop import paid_order, place_order, shopper
-from tests.support import Api
+from tests.checkout.helpers import stock
+from tests.helpers.provider import Api
+from tests.helpers.shop import paid_order, place_order, remote_of, shopper
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox, pytest.mark.usefixtures("in_english")]
 

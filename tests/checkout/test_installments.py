@@ -30,9 +30,10 @@ from payments.actions.calls import payment_capture, payment_refund
 from payments.models import Payment
 from payments.provider.client import get_client
 from payments.provider.types import PaymentMethodEntry
-from tests.html_tree import html
-from tests.shop import creates_sent_here, place_order, shopper
-from tests.support import INSTALLMENTS_VISA, VISA, Api, free_port
+from tests.helpers.html import html
+from tests.helpers.provider import INSTALLMENTS_VISA, VISA, Api
+from tests.helpers.servers import free_port
+from tests.helpers.shop import creates_sent_here, place_order, shopper
 
 NO_INSTALLMENTS_ES = "Esta tarjeta no tiene meses sin intereses."
 NO_INSTALLMENTS_EN = "This card has no interest-free installments."

@@ -15,19 +15,19 @@ from django.core import mail
 from django.test import Client
 from django.urls import reverse
 
-from checkout.ledger import PAID_AFTER_CANCELLATION, RETURNED_AFTER_CANCELLATION
 from checkout.models import Fulfilment, Order, OrderEventKind, OrderStatus, Product
 from checkout.selectors import order_payments
 from checkout.services import order_sync_status
 from checkout.services.orders import orders_out_of_step
 from checkout.services.stock import order_restock_unshipped, record
+from checkout.words import PAID_AFTER_CANCELLATION, RETURNED_AFTER_CANCELLATION
 from payments.models import PaymentStatus
 from payments.rereading.calls import payment_refresh
-from tests.checkout.support import expect_given_back, open_challenge, pass_challenge, stock
+from tests.checkout.helpers import expect_given_back, open_challenge, pass_challenge, stock
 from tests.factories import ProductFactory
-from tests.html_tree import html
-from tests.shop import own, place_order, shopper
-from tests.support import Api
+from tests.helpers.html import html
+from tests.helpers.provider import Api
+from tests.helpers.shop import own, place_order, shopper
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sandbox]
 
@@ -222,11 +222,11 @@ def test_a_payment_after_staff_released_the_first_follows_the_same_rule(
     takes its items back if they are still there, else stays cancelled and the second payment
     is released; the first, released by staff, is never mailed as given back."""
     from checkout.services.fulfilment import order_cancel
-    from tests.factories import PaymentFactory
+    from tests.factories import provider_payment
 
     settings.PAYMENTS_CAPTURE_METHOD = "manual"
     order = place_order(shopper(), (product, 1))
-    first = PaymentFactory(order=order, provider=provider, capture_method="manual")
+    first = provider_payment(provider, order=order, capture_method="manual")
     run_queued()
     order_cancel(order_id=order.pk, actor=staff)
     run_queued()
@@ -236,7 +236,7 @@ def test_a_payment_after_staff_released_the_first_follows_the_same_rule(
     if not in_stock:
         place_order(shopper(), (product, 1))
 
-    second = PaymentFactory(order=order, provider=provider, capture_method="manual")
+    second = provider_payment(provider, order=order, capture_method="manual")
     run_queued()
 
     order.refresh_from_db()

@@ -17,8 +17,8 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.html import strip_tags
 
-from checkout.ledger import shipment_message
 from checkout.models import Order, OrderEvent
+from checkout.words import shipment_message
 from payments.models import PaymentEvent
 from tests.factories import (
     OrderEventFactory,

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from django.core import mail
 from django.core.mail import EmailMultiAlternatives
-from django.core.mail.backends.locmem import EmailBackend
 from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -23,13 +22,16 @@ from django.utils import timezone
 from checkout.links import order_link
 from checkout.models import Order, OrderEventKind, OrderMail, OrderMailKind, OrderStatus, Product
 from checkout.services.fulfilment import order_ship
-from checkout.services.mail import order_mail_send, orders_list_send, queue_order_mails
+from checkout.services.mail import order_mail_deliver, orders_list_send, queue_order_mails
 from checkout.services.stock import record
-from checkout.tasks import order_mail_send_task, order_mails_sweep_task, orders_list_mail_task
+from checkout.tasks import order_mail_deliver_task, order_mails_sweep_task, orders_list_mail_task
 from payments.models import Payment, PaymentEvent, PaymentEventKind
-from tests.factories import PaymentFactory
-from tests.shop import creates_sent_here, make_order, place_order, shopper
-from tests.support import Api, free_port, wait_until
+from tests.checkout.helpers import FailsOnce
+from tests.factories import OrderFactory, PaymentFactory
+from tests.helpers.provider import Api
+from tests.helpers.servers import free_port
+from tests.helpers.shop import creates_sent_here, place_order, shopper
+from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -63,7 +65,7 @@ def event(payment: Payment, kind: str, old: str, new: str, amount: str | None = 
 
 def paid(order: Order) -> Payment:
     """Approved at once (automatic capture)."""
-    payment = PaymentFactory(order=order, status="approved", captured_amount=order.total)
+    payment = PaymentFactory(order=order, charged=True)
     event(payment, PaymentEventKind.CREATED, "creating", "approved")
     Order.objects.filter(pk=order.pk).update(status=OrderStatus.PAID)
     return payment
@@ -71,7 +73,7 @@ def paid(order: Order) -> Payment:
 
 def held(order: Order) -> Payment:
     """Authorized (manual capture)."""
-    payment = PaymentFactory(order=order, status="authorized", capture_method="manual")
+    payment = PaymentFactory(order=order, held=True)
     event(payment, PaymentEventKind.CREATED, "creating", "authorized")
     Order.objects.filter(pk=order.pk).update(status=OrderStatus.AUTHORIZED)
     return payment
@@ -162,7 +164,7 @@ WORDS: dict[str, dict[str, str]] = {
 
 def order_of(blusa: Product, taza: Product, language: str = "es") -> Order:
     """A blusa and two tazas ($1,868.00), its items named in both languages as checkout does."""
-    order = make_order((blusa, 1), (taza, 2), language=language)
+    order = OrderFactory(lines=[(blusa, 1), (taza, 2)], language=language)
     for item in order.items.select_related("product"):
         item.name_en = item.product.name_en
         item.save(update_fields=["name_en"])
@@ -319,7 +321,7 @@ def test_duplicate_queueing_creates_and_sends_each_mail_once(
     ]
     assert len(sent_for(order)) == 2
     # a redelivered task finds its mail sent
-    assert order_mail_send_task.apply(args=[created[0][0]]).get() is False
+    assert order_mail_deliver_task.apply(args=[created[0][0]]).get() is False
     assert len(sent_for(order)) == 2
 
 
@@ -434,49 +436,37 @@ def test_old_events_are_not_mailed(
     assert queue(order, django_capture_on_commit_callbacks) == []
 
 
-class FailsOnce(EmailBackend):
-    """A mail server that refuses the first mail it is given, then takes them."""
-
-    failed = False
-
-    def send_messages(self, messages: Any) -> int:
-        if not FailsOnce.failed:
-            FailsOnce.failed = True
-            raise ConnectionRefusedError("the mail server is down")
-        return super().send_messages(messages)
-
-
 def test_a_send_that_fails_is_not_marked_and_the_retry_sends_it_once(
     blusa: Product, taza: Product, settings: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     """Given a mail server that fails once, when the mail is sent, then the error is raised
     and nothing is marked sent; when its task then meets a failure again, its retry sends the
     mail, once, and a redelivery of the task sends nothing more."""
-    settings.EMAIL_BACKEND = "tests.checkout.test_mail.FailsOnce"
+    settings.EMAIL_BACKEND = "tests.checkout.helpers.FailsOnce"
     order = order_of(blusa, taza)
     [mail_id] = queue(order, django_capture_on_commit_callbacks)
     FailsOnce.failed = False
 
     with pytest.raises(ConnectionRefusedError):
-        order_mail_send(mail_id=mail_id)
+        order_mail_deliver(mail_id=mail_id)
 
     assert OrderMail.objects.get(pk=mail_id).sent_at is None
     assert mail.outbox == []
     FailsOnce.failed = False
-    assert order_mail_send_task.apply(args=[mail_id]).state == "SUCCESS"  # after its retry
+    assert order_mail_deliver_task.apply(args=[mail_id]).state == "SUCCESS"  # after its retry
     assert FailsOnce.failed
     assert len(mail.outbox) == 1
     assert OrderMail.objects.get(pk=mail_id).sent_at is not None
-    assert order_mail_send_task.apply(args=[mail_id]).get() is False
+    assert order_mail_deliver_task.apply(args=[mail_id]).get() is False
     assert len(mail.outbox) == 1
 
 
 def test_the_task_retries_with_backoff_on_any_error() -> None:
     """The send task is acknowledged late and retried, with backoff and jitter, on any error."""
-    assert order_mail_send_task.acks_late is True
-    assert order_mail_send_task.autoretry_for == (Exception,)
-    assert order_mail_send_task.retry_backoff and order_mail_send_task.retry_jitter
-    assert order_mail_send_task.max_retries and order_mail_send_task.max_retries >= 5
+    assert order_mail_deliver_task.acks_late is True
+    assert order_mail_deliver_task.autoretry_for == (Exception,)
+    assert order_mail_deliver_task.retry_backoff and order_mail_deliver_task.retry_jitter
+    assert order_mail_deliver_task.max_retries and order_mail_deliver_task.max_retries >= 5
 
 
 def test_the_sweep_sends_a_mail_whose_task_was_lost(
@@ -516,8 +506,8 @@ def test_a_mail_being_sent_by_another_worker_is_skipped(
     """A mail already sent is not sent again by a second claim."""
     order = order_of(blusa, taza)
     [mail_id] = queue(order, django_capture_on_commit_callbacks)
-    assert order_mail_send(mail_id=mail_id) is True
-    assert order_mail_send(mail_id=mail_id) is False
+    assert order_mail_deliver(mail_id=mail_id) is True
+    assert order_mail_deliver(mail_id=mail_id) is False
     assert len(mail.outbox) == 1
 
 
@@ -618,8 +608,8 @@ def test_orders_list_mails_the_address_its_orders_with_their_links(
     most recent first, in the language asked; another address's orders are not in it."""
     older = order_of(blusa, taza)
     Order.objects.filter(pk=older.pk).update(created_at=timezone.now() - timedelta(days=2))
-    newer = make_order((blusa, 1), status=OrderStatus.PAID)
-    other = make_order((taza, 1), email="otra@example.com")
+    newer = OrderFactory(lines=[(blusa, 1)], status=OrderStatus.PAID)
+    other = OrderFactory(lines=[(taza, 1)], email="otra@example.com")
 
     assert orders_list_send(email="ANA@example.com", language="en") == 2
 
@@ -637,7 +627,7 @@ def test_orders_list_mails_the_address_its_orders_with_their_links(
 
 
 def test_orders_list_in_spanish(blusa: Product) -> None:
-    make_order((blusa, 1))
+    OrderFactory(lines=[(blusa, 1)])
     assert orders_list_mail_task.apply(args=["ana@example.com", "es"]).get() == 1
     [message] = mail.outbox
     assert message.subject == "Tus pedidos en Tienda Tlali"
@@ -646,6 +636,6 @@ def test_orders_list_in_spanish(blusa: Product) -> None:
 
 def test_orders_list_sends_nothing_to_an_address_without_orders(blusa: Product) -> None:
     """An address that placed no order gets no mail at all."""
-    make_order((blusa, 1))
+    OrderFactory(lines=[(blusa, 1)])
     assert orders_list_send(email="nadie@example.com", language="es") == 0
     assert mail.outbox == []

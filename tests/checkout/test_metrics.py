@@ -1,5 +1,5 @@
 """Order mails are counted: a mail the server refused as failed (by kind), once taken as sent;
-the mails still unsent are a gauge of /metrics (tests/config/test_metrics_state.py)."""
+the mails still unsent are a gauge of /metrics (tests/monitoring/test_gauges.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from checkout.models import OrderMail
-from checkout.services.mail import order_mail_send
-from tests.checkout.test_mail import FailsOnce
+from checkout.services.mail import order_mail_deliver
+from tests.checkout.helpers import FailsOnce
 from tests.factories import OrderFactory
 
 pytestmark = pytest.mark.django_db
@@ -21,18 +21,18 @@ def counted(name: str, kind: str) -> float:
 
 
 def test_a_refused_mail_counts_as_failed_and_its_retry_as_sent(settings: Any) -> None:
-    settings.EMAIL_BACKEND = "tests.checkout.test_mail.FailsOnce"
+    settings.EMAIL_BACKEND = "tests.checkout.helpers.FailsOnce"
     FailsOnce.failed = False
     sent = OrderMail.objects.create(order=OrderFactory(), kind="received", key="placed")
     failed_before = counted("shop_mails_failed_total", "received")
     sent_before = counted("shop_mails_sent_total", "received")
 
     with pytest.raises(ConnectionRefusedError):
-        order_mail_send(mail_id=sent.pk)
+        order_mail_deliver(mail_id=sent.pk)
     assert counted("shop_mails_failed_total", "received") == failed_before + 1
     assert counted("shop_mails_sent_total", "received") == sent_before
 
-    assert order_mail_send(mail_id=sent.pk) is True
-    assert order_mail_send(mail_id=sent.pk) is False  # already sent: nothing counted
+    assert order_mail_deliver(mail_id=sent.pk) is True
+    assert order_mail_deliver(mail_id=sent.pk) is False  # already sent: nothing counted
     assert counted("shop_mails_failed_total", "received") == failed_before + 1
     assert counted("shop_mails_sent_total", "received") == sent_before + 1

@@ -21,9 +21,9 @@ from django.urls import reverse
 
 from checkout.models import Fulfilment, Order, OrderEvent, OrderStatus, Product
 from payments.models import Payment
-from tests.checkout.support import remote_of, stock
-from tests.shop import paid_order
-from tests.support import Api
+from tests.checkout.helpers import stock
+from tests.helpers.provider import Api
+from tests.helpers.shop import paid_order, remote_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox, pytest.mark.usefixtures("in_english")]
 
@@ -337,7 +337,7 @@ def test_status_of_a_cancelled_order_without_payment(
     admin: Client, blusa: Product, run_queued: Any
 ) -> None:
     """An order nobody paid can be cancelled: its items go back to stock."""
-    from tests.shop import place_order, shopper
+    from tests.helpers.shop import place_order, shopper
 
     order = place_order(shopper(), (blusa, 2))
 

@@ -19,11 +19,11 @@ from checkout.links import order_link, order_link_path, order_token, token_match
 from checkout.models import Order, OrderStatus, Product
 from checkout.ownership import linked_order
 from payments.models import PaymentStatus
-from tests.checkout.support import open_challenge
-from tests.factories import PaymentFactory, ProductFactory
-from tests.html_tree import html
-from tests.shop import make_order, own, place_order, shopper
-from tests.support import Api
+from tests.checkout.helpers import open_challenge
+from tests.factories import OrderFactory, PaymentFactory, ProductFactory
+from tests.helpers.html import html
+from tests.helpers.provider import Api
+from tests.helpers.shop import own, place_order, shopper
 
 
 @pytest.fixture
@@ -117,9 +117,9 @@ def _ask(client: Any, email: str) -> Any:
 def test_my_orders_says_the_same_whether_the_address_has_orders_or_not(
     mug: Product, run_queued: Any
 ) -> None:
-    first = make_order((mug, 1), email="ana@example.com")
-    second = make_order((mug, 2), email="ana@example.com")
-    make_order((mug, 1), email="otra@example.com")
+    first = OrderFactory(lines=[(mug, 1)], email="ana@example.com")
+    second = OrderFactory(lines=[(mug, 2)], email="ana@example.com")
+    OrderFactory(lines=[(mug, 1)], email="otra@example.com")
     answers = []
     for address in ("ana@example.com", "nadie@example.com"):
         client = shopper()

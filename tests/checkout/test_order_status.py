@@ -15,7 +15,7 @@ from checkout.models import Order, OrderMail, OrderMailKind, OrderStatus, Produc
 from checkout.services import (
     derive_order_status,
     order_as_paid_now,
-    order_mail_send,
+    order_mail_deliver,
     order_payments,
     order_sync_status,
 )
@@ -23,9 +23,8 @@ from checkout.services.orders import orders_out_of_step
 from checkout.tasks import order_sync_task, orders_follow_payments_task
 from payments.models import Payment, PaymentEvent
 from payments.signals import payment_status_changed
-from tests.factories import PaymentFactory
-from tests.shop import make_order
-from tests.webhooks.support import take_queued
+from tests.factories import OrderFactory, PaymentFactory
+from tests.helpers.broker import take_queued
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +38,7 @@ def product(make_product) -> Product:
 def order(product: Product) -> Order:
     """An order placed a moment ago, its "order received" mail already sent (these tests count
     the mails its payments call for)."""
-    placed = make_order((product, 2))
+    placed = OrderFactory(lines=[(product, 2)])
     OrderMail.objects.create(
         order=placed, kind=OrderMailKind.RECEIVED, key="received", sent_at=timezone.now()
     )
@@ -169,7 +168,7 @@ def test_order_sync_status_moves_the_order(
 
 def test_payments_of_other_orders_do_not_count(order: Order, product: Product) -> None:
     """Only the payments whose external_reference is the order's reference count."""
-    other = make_order((product, 1))
+    other = OrderFactory(lines=[(product, 1)])
     PaymentFactory(order=other, charged=True)
     assert derived(order) == OrderStatus.AWAITING_PAYMENT
     assert sync(order).status == OrderStatus.AWAITING_PAYMENT
@@ -228,7 +227,7 @@ def test_cancelled_order_returns_exactly_its_quantities(make_product) -> None:
     """Each item's quantity goes back on top of the stock as it is now (sales meanwhile kept)."""
     a = make_product(stock=10)
     b = make_product(stock=4)
-    order = make_order((a, 3), (b, 4))
+    order = OrderFactory(lines=[(a, 3), (b, 4)])
     Product.objects.filter(pk=a.pk).update(stock=5)  # 2 more sold elsewhere meanwhile
     PaymentFactory(order=order, status="cancelled", status_code="CA-MER01")
     assert sync(order).status == OrderStatus.CANCELLED
@@ -347,7 +346,7 @@ def test_the_sweep_syncs_an_order_whose_sync_task_was_lost(
     emptied), and another order whose status already says what its payments do, when the
     beat's sweep runs, then it syncs the first (and its confirmation is queued), leaves the
     other alone, and a second sweep finds nothing to do."""
-    in_step = make_order((product, 1))
+    in_step = OrderFactory(lines=[(product, 1)])
     PaymentFactory(order=in_step, status="rejected", status_code="RE-CARD01")
     sync(in_step)
     payment = PaymentFactory(order=order, charged=True)
@@ -376,7 +375,7 @@ def test_the_sweep_counts_the_orders_it_syncs_and_leaves_in_step_ones_alone(
     """Given an order whose payment changed without the signal reaching checkout, and orders
     in step with their payments, when the sweep runs, then it syncs that one order (it returns
     1); run again, it returns 0, and so it does when every order is in step."""
-    in_step = [make_order((product, 1)) for _ in range(2)]
+    in_step = [OrderFactory(lines=[(product, 1)]) for _ in range(2)]
     PaymentFactory(order=in_step[0], status="authorized")
     PaymentFactory(order=in_step[1], status="pending")
     for other in in_step:
@@ -423,7 +422,7 @@ def test_order_as_paid_now_shows_a_payable_order_what_its_payments_say(order: Or
 def test_order_as_paid_now_leaves_an_order_that_moved_on_alone(product: Product) -> None:
     """Given an order cancelled by staff, with no payment (its payments would say awaiting
     payment), when it is read for the shopper, then it stays cancelled, and not payable."""
-    cancelled = make_order((product, 1), status=OrderStatus.CANCELLED)
+    cancelled = OrderFactory(lines=[(product, 1)], status=OrderStatus.CANCELLED)
     assert derived(cancelled) == OrderStatus.AWAITING_PAYMENT
 
     shown = order_as_paid_now(Order.objects.get(pk=cancelled.pk))
@@ -529,13 +528,13 @@ def test_confirmation_is_sent_after_commit(
 
 
 def test_order_mail_send_claims_once(order: Order, django_capture_on_commit_callbacks: Any) -> None:
-    """order_mail_send sends the first time and refuses every time after."""
+    """order_mail_deliver sends the first time and refuses every time after."""
     PaymentFactory(order=order, charged=True)
     with django_capture_on_commit_callbacks(execute=False):
         sync(order)
     [paid] = paid_mails(order)
-    assert order_mail_send(mail_id=paid.pk) is True
-    assert order_mail_send(mail_id=paid.pk) is False
+    assert order_mail_deliver(mail_id=paid.pk) is True
+    assert order_mail_deliver(mail_id=paid.pk) is False
     assert len(mail.outbox) == 1
 
 
@@ -543,12 +542,12 @@ def test_confirmation_in_the_orders_language(
     product: Product, django_capture_on_commit_callbacks: Any
 ) -> None:
     """An order placed in English gets its mails in English (the source language)."""
-    order = make_order((product, 1), language="en")
+    order = OrderFactory(lines=[(product, 1)], language="en")
     PaymentFactory(order=order, held=True)
     with django_capture_on_commit_callbacks(execute=False):
         sync(order)
     [held] = OrderMail.objects.filter(order=order, kind=OrderMailKind.HELD)
-    order_mail_send(mail_id=held.pk)
+    order_mail_deliver(mail_id=held.pk)
     (message,) = mail.outbox
     assert message.subject == f"Your order {order.reference}: amount held on your card"
     assert "holding $500.00 MXN on your card" in message.body
@@ -558,7 +557,7 @@ def _out_of_step_orders(product: Product, count: int) -> list[Order]:
     """`count` orders whose payments were written without the signal reaching checkout."""
     product.stock = 100
     product.save(update_fields=["stock"])
-    orders = [make_order((product, 1)) for _ in range(count)]
+    orders = [OrderFactory(lines=[(product, 1)]) for _ in range(count)]
     for each in orders:
         PaymentFactory(order=each, status="pending")
     return orders

@@ -1,6 +1,6 @@
 """Every page of the storefront describes itself to search engines and link previews
 (`<meta name="description">`) in the shopper's language; a product's page with the product's own
-description. (The error pages' descriptions: tests/config/test_error_pages.py.)"""
+description. (The error pages' descriptions: tests/core/test_error_pages.py.)"""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from django.test import Client
 from django.urls import reverse
 
 from checkout.models import Order, Product
-from tests.html_tree import html
-from tests.shop import add_to_cart, make_order, own, shopper
+from tests.factories import OrderFactory
+from tests.helpers.html import html
+from tests.helpers.shop import add_to_cart, own, shopper
 
 pytestmark = pytest.mark.django_db
 
@@ -81,7 +82,7 @@ def taza(make_product: Callable[..., Product]) -> Product:
 
 @pytest.fixture
 def order(taza: Product) -> Order:
-    return make_order((taza, 1))
+    return OrderFactory(lines=[(taza, 1)])
 
 
 def page(name: str, browser: Client, taza: Product, order: Order) -> Any:

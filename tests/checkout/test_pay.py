@@ -17,9 +17,11 @@ from django.urls import reverse
 from checkout.models import Order, OrderStatus, Product
 from payments.models import Payment
 from payments.provider.client import PaymentsClient
-from tests.html_tree import html
-from tests.shop import CUSTOMER, creates_sent_here, make_order, own, place_order, shopper
-from tests.support import DECLINED, MASTER, THREE_DS, VISA, Api, free_port
+from tests.factories import OrderFactory
+from tests.helpers.html import html
+from tests.helpers.provider import DECLINED, MASTER, THREE_DS, VISA, Api
+from tests.helpers.servers import free_port
+from tests.helpers.shop import CUSTOMER, creates_sent_here, own, place_order, shopper
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 WEBHOOK_TOKEN = "checkout-tests-webhook-token"
@@ -404,7 +406,7 @@ def test_paid_order_refuses_a_new_attempt(
 @pytest.mark.parametrize("closed", ["paid", "authorized", "cancelled", "refunded"])
 def test_closed_order_refuses_to_pay(shop: Api, product: Product, closed: str) -> None:
     """An order that is paid, held or closed answers 409 and nothing is created."""
-    browser = own(shopper(), make_order((product, 1), status=closed))
+    browser = own(shopper(), OrderFactory(lines=[(product, 1)], status=closed))
     order = Order.objects.get()
     assert_error(attempt(browser, order, token(shop)), 409, "conflict")
     assert Payment.objects.count() == 0
@@ -508,7 +510,7 @@ def test_pay_endpoint_refuses_get(browser: Client, order: Order) -> None:
 def test_pay_endpoint_needs_the_csrf_token(shop: Api, product: Product) -> None:
     """Without the CSRF token the payment is refused (403); with the page's token it is made."""
     browser = shopper(enforce_csrf_checks=True)
-    order = make_order((product, 1))
+    order = OrderFactory(lines=[(product, 1)])
     own(browser, order)
     card = token(shop)
     assert attempt(browser, order, card).status_code == 403

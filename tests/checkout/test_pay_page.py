@@ -16,10 +16,12 @@ from payments.catalogue.rules import CATALOGUE_CACHE_KEY, payment_methods_for
 from payments.provider.client import PaymentsClient
 from payments.task_names import METHODS_REFRESH_TASK as REFRESH_TASK
 from payments.tasks import payment_methods_refresh_task
-from tests.html_tree import Node, html
-from tests.shop import make_order, own, place_order, shopper
-from tests.support import PUBLIC_KEY, Api, free_port
-from tests.webhooks.support import take_queued
+from tests.factories import OrderFactory
+from tests.helpers.broker import take_queued
+from tests.helpers.html import Node, html
+from tests.helpers.provider import PUBLIC_KEY, Api
+from tests.helpers.servers import free_port
+from tests.helpers.shop import own, place_order, shopper
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
@@ -299,7 +301,7 @@ def test_without_redis_the_page_shows_the_catalogue_the_process_read_last(
 )
 def test_closed_orders_redirect_to_the_order_page(make_product, closed: str) -> None:
     """The pay page of a paid, held or closed order redirects to the order page."""
-    order = make_order((make_product(stock=5), 1), status=closed)
+    order = OrderFactory(lines=[(make_product(stock=5), 1)], status=closed)
     browser = own(shopper(), order)
     response = pay_page(browser, order)
     assert response.status_code == 302
@@ -313,7 +315,7 @@ def test_closed_orders_redirect_to_the_order_page(make_product, closed: str) -> 
 )
 def test_payable_orders_show_the_pay_page(provider: Api, make_product, payable: str) -> None:
     """Orders awaiting payment, awaiting the bank or with a failed payment can be paid."""
-    order = make_order((make_product(stock=5), 1), status=payable)
+    order = OrderFactory(lines=[(make_product(stock=5), 1)], status=payable)
     browser = own(shopper(), order)
     response = pay_page(browser, order)
     assert response.status_code == 200

@@ -27,8 +27,10 @@ from django.utils import timezone
 from checkout.models import Order, OrderStatus, Product
 from payments.models import Payment
 from payments.provider.client import PaymentsClient
-from tests.shop import creates_sent_here, make_order, own, send_creates, shopper
-from tests.support import DECLINED, THREE_DS, VISA, Api, clear_cache
+from tests.factories import OrderFactory
+from tests.helpers.cache import clear_cache
+from tests.helpers.provider import DECLINED, THREE_DS, VISA, Api
+from tests.helpers.shop import creates_sent_here, own, send_creates, shopper
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
@@ -104,7 +106,7 @@ def product(make_product: Callable[..., Product]) -> Product:
 def browser_with_order(product: Product, address: str = "198.51.100.10", **meta: Any) -> Client:
     """A browser (own session) at `address` that placed an order of one product."""
     client = shopper(REMOTE_ADDR=address, **meta)
-    own(client, make_order((product, 1)))
+    own(client, OrderFactory(lines=[(product, 1)]))
     return client
 
 
@@ -555,7 +557,7 @@ def test_with_redis_down_attempts_are_stored_answered_202_and_counted_per_order(
     from datetime import timedelta
 
     from payments.tasks import payments_send_waiting_task
-    from tests.support import free_port
+    from tests.helpers.servers import free_port
 
     settings.SHOP_PAY_ATTEMPTS_PER_SESSION = "8/10m"
     browser = browser_with_order(product)

@@ -25,11 +25,11 @@ from checkout.services.reservations import order_expire, reservations_expire
 from checkout.tasks import reservations_expire_task
 from payments.models import PaymentStatus
 from payments.rereading.calls import payment_refresh
-from tests.checkout.support import expect_given_back, open_challenge, pass_challenge, stock
+from tests.checkout.helpers import expect_given_back, open_challenge, pass_challenge, stock
 from tests.factories import PaymentFactory, ProductFactory
-from tests.html_tree import html
-from tests.shop import CUSTOMER, own, place_order, shopper
-from tests.support import Api, refuse_provider_calls
+from tests.helpers.html import html
+from tests.helpers.provider import Api, refuse_provider_calls
+from tests.helpers.shop import CUSTOMER, own, place_order, shopper
 
 
 def _later(minutes: float) -> Any:

@@ -29,9 +29,14 @@ from checkout.services.retention import mails_prune, sessions_prune
 from checkout.tasks import mails_prune_task, sessions_prune_task
 from payments.models import Payment, PaymentEvent, Refund
 from staff_actions.models import StaffAction
-from tests.factories import OrderEventFactory, PaymentEventFactory, PaymentFactory, RefundFactory
-from tests.shop import make_order
-from tests.support import plan_of
+from tests.factories import (
+    OrderEventFactory,
+    OrderFactory,
+    PaymentEventFactory,
+    PaymentFactory,
+    RefundFactory,
+)
+from tests.helpers.database import plan_of
 from webhooks.tasks import webhooks_prune_task
 
 pytestmark = pytest.mark.django_db
@@ -41,7 +46,7 @@ TEXT = "Hola Ana:\n\nRecibimos tu pago de $289.00 MXN.\n"
 
 @pytest.fixture
 def order(make_product: Callable[..., Product]) -> Order:
-    return make_order((make_product(price="289.00", stock=5, name="Taza de talavera"), 1))
+    return OrderFactory(lines=[(make_product(price="289.00", stock=5, name="Taza de talavera"), 1)])
 
 
 def sent_mail(order: Order, key: str, days_ago: float, **fields: Any) -> OrderMail:

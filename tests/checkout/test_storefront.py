@@ -14,7 +14,7 @@ from django.urls import reverse
 from checkout.catalog_seed import DEMO_PRODUCTS
 from checkout.models import Product
 from checkout.templatetags.shop import mxn
-from tests.html_tree import html
+from tests.helpers.html import html
 
 pytestmark = pytest.mark.django_db
 

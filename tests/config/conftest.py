@@ -1,38 +1,83 @@
-"""Fixtures of the project's tests."""
+"""Fixtures of the configuration's tests: the world the CSRF tests' routes act on, and
+the CSRF rejections Django reports (tests/config/csrf_cases.py)."""
 
 from __future__ import annotations
 
-import io
-import json
 import logging
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
+from django.utils import timezone
 
-from config.logging import RedactSecrets, console_formatter
-from core.request_id import RequestIdFilter
+from payments.models import PaymentStatus, Subscription
+from tests.config.csrf_cases import PASSWORD, WEBHOOK_TOKEN, World, payment_row
+from tests.factories import OrderFactory, ProductFactory
+from webhooks.models import WebhookEvent, WebhookState
 
 
 @pytest.fixture
-def json_log() -> Iterator[Callable[[], list[dict[str, Any]]]]:
-    """The console handler as production builds it (request id, redaction, JSON), on the root
-    logger at INFO; returns a function giving the lines written so far, parsed."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.addFilter(RequestIdFilter())
-    handler.addFilter(RedactSecrets())
-    handler.setFormatter(console_formatter("json"))
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
+def rejections() -> Iterator[list[str]]:
+    """The CSRF rejections Django reports (logger django.security.csrf), one per refusal."""
+    seen: list[str] = []
 
-    def lines() -> list[dict[str, Any]]:
-        with handler.lock:  # type: ignore[union-attr]
-            text = stream.getvalue()
-        return [json.loads(line) for line in text.splitlines()]
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
 
-    yield lines
-    root.removeHandler(handler)
-    root.setLevel(level)
+    handler = Collect(level=logging.WARNING)
+    logger = logging.getLogger("django.security.csrf")
+    logger.addHandler(handler)
+    yield seen
+    logger.removeHandler(handler)
+
+
+@pytest.fixture
+def world(settings: Any, calls: list[tuple[str, str]], django_user_model: Any) -> World:
+    settings.PAYMENTS_WEBHOOK_TOKEN = WEBHOOK_TOKEN
+    product = ProductFactory(
+        slug="taza", name="Taza de talavera", price=Decimal("289.00"), stock=10
+    )
+    spare_product = ProductFactory(
+        slug="plato", name="Plato de barro", price=Decimal("150.00"), stock=5
+    )
+    order = OrderFactory(lines=[(product, 1)])
+    waiting_order = OrderFactory(lines=[(product, 1)])
+    payment_row(waiting_order.reference, PaymentStatus.PENDING, capture_method="automatic")
+    root = django_user_model.objects.create_superuser("root", "root@example.com", PASSWORD)
+    return World(
+        product=product,
+        spare_product=spare_product,
+        order=order,
+        waiting_order=waiting_order,
+        held=payment_row("ORD-HELD1", PaymentStatus.AUTHORIZED),
+        paid=payment_row("ORD-PAID1", PaymentStatus.APPROVED),
+        unconfirmed=payment_row(
+            "ORD-LOST1",
+            PaymentStatus.UNKNOWN,
+            provider_id=None,
+            authorized_at=None,
+            created_at=timezone.now() - timedelta(hours=1),
+        ),
+        subscription=Subscription.objects.create(
+            provider_id=str(uuid.uuid4()),
+            price_id="price_cafe_mensual",
+            customer_email="maria@example.com",
+            status="active",
+        ),
+        event=WebhookEvent.objects.create(
+            provider_payment_id=str(uuid.uuid4()),
+            event_type="UPDATE",
+            state=WebhookState.FAILED,
+            attempts=3,
+            last_error="Gave up after retries.",
+        ),
+        root=root,
+        spare_user=django_user_model.objects.create_user("spare", password=PASSWORD),
+        group=Group.objects.create(name="spare-group"),
+        calls=calls,
+    )

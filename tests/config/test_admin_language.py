@@ -17,8 +17,10 @@ from django.urls import reverse
 from checkout.models import Product
 from payments.models import Payment, Subscription
 from tests.factories import ProductFactory
-from tests.shop import paid_order
-from tests.support import Api, clear_cache, free_port
+from tests.helpers.cache import clear_cache
+from tests.helpers.provider import Api
+from tests.helpers.servers import free_port
+from tests.helpers.shop import paid_order
 from webhooks.models import WebhookEvent
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from config.celery import app
-from tests.config.support import settings_of
+from tests.helpers.settings import settings_of
 from webhooks.tasks import webhook_relay_task
 
 SANDBOX_PROBE = """

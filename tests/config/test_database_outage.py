@@ -23,8 +23,10 @@ import pytest
 import requests
 
 from checkout.management.commands.seed_demo import DEMO_ADMIN_PASSWORD, DEMO_ADMIN_USERNAME
-from tests.shop import CUSTOMER
-from tests.support import ROOT, free_port, wait_until
+from tests.helpers.paths import ROOT
+from tests.helpers.servers import free_port
+from tests.helpers.shop import CUSTOMER
+from tests.helpers.waiting import wait_until
 from tools.test_services import EmbeddedPostgres
 
 pytestmark = pytest.mark.timeout(150)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.support import ROOT
+from tests.helpers.paths import ROOT
 
 UNITS = ROOT / "docs" / "deploy"
 GUIDE = (ROOT / "docs" / "deployment.md").read_text()

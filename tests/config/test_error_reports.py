@@ -35,9 +35,12 @@ from config.settings.env import basic_access_token
 from config.urls import urlpatterns as shop_urlpatterns
 from payments.provider.client import get_client
 from payments.provider.errors import NotFound
-from tests.config.error_report_tasks import FAILING_TASK
-from tests.config.support import TOKEN, JsonAnswering, load_settings, request_id_bound
-from tests.support import ROOT, wait_until
+from tests.config.helpers import FAILING_TASK, WORKER_TASKS
+from tests.helpers.paths import ROOT
+from tests.helpers.request_ids import request_id_bound
+from tests.helpers.servers import JsonAnswering
+from tests.helpers.settings import TOKEN, load_settings
+from tests.helpers.waiting import wait_until
 
 SECRET_KEY = "sk_live_" + "Zq8Rt5Wm2Xv7Nb4Kc9Ld3Pf6"
 PUBLIC_KEY = "pk_live_" + "Hj2Gk5Lm8Np1Qr4St7Vw0Xy3"
@@ -299,7 +302,7 @@ def reporting_worker(sentry_server: _SentryServer, tmp_path: Path) -> Iterator[t
             sys.executable,
             *("-m", "celery", "-A", "config", "worker", "-Q", queue, "-n", f"{queue}@%h"),
             *("--pool=threads", "--concurrency=2", "--without-mingle", "--without-gossip"),
-            *("-I", "tests.config.error_report_tasks", "--loglevel=INFO"),
+            *("-I", WORKER_TASKS, "--loglevel=INFO"),
         ],
         cwd=ROOT,
         env=env,

@@ -17,18 +17,14 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import requests
 
-from tests.config.support import TOKEN, production_env, run
-from tests.metrics_support import TOKEN as METRICS_TOKEN
-from tests.metrics_support import samples_of, value
-from tests.support import (
-    PUBLIC_KEY,
-    ROOT,
-    SECRET_KEY,
-    Api,
-    SandboxProcess,
-    free_port,
-    wait_until,
-)
+from tests.helpers.metrics import TOKEN as METRICS_TOKEN
+from tests.helpers.metrics import samples_of, value
+from tests.helpers.paths import ROOT
+from tests.helpers.provider import PUBLIC_KEY, SECRET_KEY, Api
+from tests.helpers.sandbox import SandboxProcess
+from tests.helpers.servers import free_port
+from tests.helpers.settings import TOKEN, production_env, run
+from tests.helpers.waiting import wait_until
 
 GUNICORN = Path(sys.executable).with_name("gunicorn")
 

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from config.logging import RedactSecrets, luhn_valid
-from tests.config.support import TOKEN, production_env, request_id_bound, run
+from tests.helpers.request_ids import request_id_bound
+from tests.helpers.settings import TOKEN, production_env, run
 
 
 def _through_filter(msg: str, *args: object) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.config.support import PRODUCTION_ENV, load_settings, settings_of
+from tests.helpers.settings import PRODUCTION_ENV, load_settings, settings_of
 
 
 def test_defaults_need_no_database_or_broker_server(tmp_path: Path) -> None:

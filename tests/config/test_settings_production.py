@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.config.support import production_env, run
-from tests.support import ROOT
+from tests.helpers.paths import ROOT
+from tests.helpers.settings import production_env, run
 
 
 def test_the_deploy_check_reports_no_issue(tmp_path: Path) -> None:

@@ -21,8 +21,10 @@ import pytest
 from celery import Celery
 from django.db import connection
 
-from tests.broker_outage_tasks import slow_record_task
-from tests.support import ROOT, free_port, wait_until
+from tests.config.helpers import SLOW_RECORD_TASK, WORKER_TASKS
+from tests.helpers.paths import ROOT
+from tests.helpers.servers import free_port
+from tests.helpers.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
@@ -138,15 +140,15 @@ def worker_command(name: str) -> list[str]:
     return [
         sys.executable, "-m", "celery", "-A", "config", "worker", "-n", f"{name}@%h", "-Q",
         "shop", "--loglevel=INFO", "--pool=threads", f"--concurrency={CONCURRENCY}",
-        "--include", "tests.broker_outage_tasks",
+        "--include", WORKER_TASKS,
     ]  # fmt: skip
 
 
 def publish(app: Celery, redis: PrivateRedis, numbers: range, done: Path, seconds: float) -> None:
     with app.connection_for_write(redis.url) as broker:
         for number in numbers:
-            slow_record_task.apply_async(
-                (number, str(done), seconds), connection=broker, queue="shop"
+            app.send_task(
+                SLOW_RECORD_TASK, (number, str(done), seconds), connection=broker, queue="shop"
             )
 
 

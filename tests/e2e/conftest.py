@@ -12,9 +12,12 @@ import pytest
 from django.core.management import call_command
 
 from checkout.models import Product
-from tests.e2e.support import Shop, open_page
+from tests.e2e.helpers import Shop, open_page
 from tests.factories import ProductFactory
-from tests.support import Api, StaticSite, clear_cache, fill_catalogue
+from tests.helpers.cache import clear_cache
+from tests.helpers.provider import Api
+from tests.helpers.servers import StaticSite
+from tests.helpers.shop import fill_catalogue
 
 # Playwright's sync API keeps an asyncio event loop in this thread; Django would otherwise
 # refuse database access from the test's own (synchronous) code.

@@ -8,59 +8,21 @@ order page."""
 from __future__ import annotations
 
 import re
-from functools import cache
-from importlib.resources import files
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.shopper import CARD_FRAME, CHALLENGE_FRAME, Shopper
-from tests.e2e.support import Shop, open_page
-from tests.support import THREE_DS, VISA
+from tests.e2e.helpers import CARD_FRAME, CHALLENGE_FRAME, Shop, Shopper, open_page, violations
+from tests.helpers.provider import THREE_DS, VISA
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BLOCKING = ("serious", "critical")
-# Rules axe rates minor that the shop keeps clean all the same (the cart once had an empty
-# header for its actions column).
-ALSO_BLOCKING = ("empty-table-header",)
 VIEWPORTS = {
     "desktop": {"width": 1280, "height": 800},
     "phone": {"width": 375, "height": 740},
 }
 QUANTITY, TOTAL = 7, "$2,023.00"  # of the shopper's product ($289.00): thousands to write
-# Every frame is checked on its own (the provider's frames by running axe inside them), so
-# axe does not reach into frames from the page around them. label-content-name-mismatch (a
-# control's name must contain its visible text) is experimental, so off by default, in axe-core
-# 4.12 and on by default in 4.14: turned on here.
-AXE_RUN = """async () => {
-  const results = await axe.run(document, {
-    iframes: false, resultTypes: ["violations"],
-    rules: {"label-content-name-mismatch": {enabled: true}},
-  });
-  return results.violations.map((v) => ({
-    id: v.id, impact: v.impact, help: v.help,
-    targets: v.nodes.map((n) => n.target.join(" ")),
-  }));
-}"""
-
-
-@cache
-def axe_source() -> str:
-    """axe-core's script as axe-playwright-python ships it (axe-core 4.12.1 in its 0.1.8); only
-    the script is taken from the package, run by AXE_RUN above."""
-    return (files("axe_playwright_python") / "axe.min.js").read_text(encoding="utf-8")
-
-
-def violations(frame: Any) -> list[dict[str, Any]]:
-    """The serious and critical axe violations of a page or a frame (and the few others the
-    shop keeps clean). The script is evaluated,
-    not added as a <script> tag, so the pages' CSP (no inline or foreign scripts) allows it."""
-    if not frame.evaluate("typeof window.axe !== 'undefined'"):
-        frame.evaluate(axe_source())
-    found = frame.evaluate(AXE_RUN)
-    return [v for v in found if v["impact"] in BLOCKING or v["id"] in ALSO_BLOCKING]
 
 
 def frame_of(page: Any, selector: str) -> Any:

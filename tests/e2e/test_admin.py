@@ -20,12 +20,10 @@ from playwright.sync_api import expect
 
 from checkout.models import Fulfilment, Order, Product
 from payments.models import Payment, PaymentStatus
-from tests.checkout.support import remote_of
-from tests.e2e.support import Shop, log_in, success
-from tests.e2e.test_checkout import full_page_screenshot
+from tests.e2e.helpers import Shop, full_page_screenshot, log_in, success
 from tests.factories import PaymentFactory
-from tests.shop import paid_order, place_order, shopper
-from tests.support import ROOT
+from tests.helpers.paths import ROOT
+from tests.helpers.shop import paid_order, place_order, remote_of, shopper
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,9 +20,8 @@ from checkout.models import Product
 from payments.actions.subscription_calls import subscription_sync
 from payments.models import Payment, PaymentStatus, Subscription
 from staff_actions.models import StaffAction
-from tests.checkout.support import remote_of
-from tests.e2e.support import Shop, log_in, success
-from tests.shop import paid_order
+from tests.e2e.helpers import Shop, log_in, success
+from tests.helpers.shop import paid_order, remote_of
 from webhooks.models import WebhookEvent, WebhookState
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -140,7 +139,7 @@ def test_retry_a_failed_notification_from_its_list(
         event.refresh_from_db()
         return event.state == WebhookState.PROCESSED
 
-    from tests.support import wait_until
+    from tests.helpers.waiting import wait_until
 
     wait_until(processed, timeout=20)
     assert str(uuid.UUID(event.provider_payment_id)) == payment_of(order).provider_id

@@ -16,16 +16,24 @@ from playwright.sync_api import expect
 
 from checkout.models import OrderStatus
 from payments.models import PaymentStatus
-from tests.e2e.shopper import (
+from tests.e2e.helpers import (
     CARD_FRAME,
     CHALLENGE_FRAME,
+    DESKTOP,
+    MOBILE,
+    Shop,
     Shopper,
+    card_numbers_in,
     expect_paid_order_page,
     expect_refused,
+    full_page_screenshot,
+    open_page,
     spaced,
 )
-from tests.e2e.support import DESKTOP, MOBILE, Shop, card_numbers_in, open_page
-from tests.support import DECLINED, ROOT, THREE_DS, VISA, StaticSite, wait_until
+from tests.helpers.paths import ROOT
+from tests.helpers.provider import DECLINED, THREE_DS, VISA
+from tests.helpers.servers import StaticSite
+from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -363,24 +371,6 @@ def settle(page: Any) -> None:
           if (document.activeElement) document.activeElement.blur();
         }"""
     )
-
-
-TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
-
-
-def full_page_screenshot(page: Any, path: Path) -> None:
-    """The whole page in one shot. Rather than Playwright's full_page (which resizes and
-    captures at once, sometimes before the provider's out-of-process iframes repaint), the
-    viewport is made as tall as the page, every frame paints twice, then it is captured."""
-    viewport = page.viewport_size
-    height = page.evaluate("document.documentElement.scrollHeight")
-    page.set_viewport_size({"width": viewport["width"], "height": max(height, viewport["height"])})
-    try:
-        for frame in page.frames:
-            frame.evaluate(TWO_FRAMES)
-        page.screenshot(path=str(path))
-    finally:
-        page.set_viewport_size(viewport)
 
 
 def layout_problems(page: Any, name: str) -> list[str]:

@@ -25,9 +25,7 @@ from checkout.catalog_seed import DEMO_PRODUCTS
 from checkout.models import OrderMail
 from dashboard.figures import owner_dashboard
 from payments.models import AUTHORIZATION_VALIDITY
-from tests.e2e.support import Shop, log_in
-from tests.e2e.test_accessibility import violations
-from tests.e2e.test_checkout import full_page_screenshot
+from tests.e2e.helpers import Shop, full_page_screenshot, log_in, violations
 from tests.factories import (
     OrderFactory,
     PaymentEventFactory,
@@ -35,7 +33,7 @@ from tests.factories import (
     RefundFactory,
     WebhookEventFactory,
 )
-from tests.support import ROOT
+from tests.helpers.paths import ROOT
 from webhooks.models import GAVE_UP
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,9 +12,9 @@ import pytest
 from playwright.sync_api import expect
 
 from payments.models import PaymentStatus
-from tests.e2e.shopper import Shopper
-from tests.e2e.support import Shop, open_page
-from tests.support import INSTALLMENTS_VISA, VISA, wait_until
+from tests.e2e.helpers import Shop, Shopper, open_page
+from tests.helpers.provider import INSTALLMENTS_VISA, VISA
+from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,9 +11,8 @@ import pytest
 from playwright.sync_api import expect
 
 from payments.models import PaymentStatus
-from tests.e2e.shopper import Shopper, expect_paid_order_page
-from tests.e2e.support import Shop
-from tests.support import THREE_DS, VISA
+from tests.e2e.helpers import Shop, Shopper, expect_paid_order_page
+from tests.helpers.provider import THREE_DS, VISA
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,5 +1,5 @@
 """Paying while Redis is away, with every part of the shop in a process of its own
-(tests/stack.py): Chromium on the shop under gunicorn, its workers and beat."""
+(tests/helpers/processes.py): Chromium on the shop under gunicorn, its workers and beat."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 from playwright.sync_api import expect
 
 from payments.models import Payment, PaymentStatus
-from tests.e2e.shopper import PRODUCT, Shopper, expect_paid_order_page
-from tests.e2e.support import Shop
+from tests.e2e.helpers import PRODUCT, Shop, Shopper, expect_paid_order_page
 from tests.factories import ProductFactory
-from tests.stack import Processes
-from tests.support import VISA, Api, wait_until
+from tests.helpers.processes import Processes
+from tests.helpers.provider import VISA, Api
+from tests.helpers.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 

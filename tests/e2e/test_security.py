@@ -16,9 +16,9 @@ import pytest
 from playwright.sync_api import expect
 
 from core.security import origin_of
-from tests.e2e.shopper import Shopper, expect_paid_order_page, expect_refused
-from tests.e2e.support import Shop, card_numbers_in
-from tests.support import DECLINED, THREE_DS, VISA, wait_until
+from tests.e2e.helpers import Shop, Shopper, card_numbers_in, expect_paid_order_page, expect_refused
+from tests.helpers.provider import DECLINED, THREE_DS, VISA
+from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,9 +15,9 @@ from playwright.sync_api import expect
 
 from checkout.models import Order, OrderStatus, Product
 from payments.models import PaymentStatus
-from tests.e2e.shopper import PRODUCT, Shopper
-from tests.e2e.support import Shop, open_page
-from tests.support import THREE_DS, VISA, wait_until
+from tests.e2e.helpers import PRODUCT, Shop, Shopper, open_page
+from tests.helpers.provider import THREE_DS, VISA
+from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

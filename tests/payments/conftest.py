@@ -55,7 +55,7 @@ def reconcile(celery_app: Any, empty_broker: None) -> Callable[[], Reconciled]:
     """Run the reconciliation, then the check tasks it queued, as a worker would."""
     from payments.rereading.calls import payments_check, payments_reconcile
     from payments.task_names import CHECK_TASK
-    from tests.webhooks.support import take_queued
+    from tests.helpers.broker import take_queued
 
     def run() -> Reconciled:
         handed = payments_reconcile()

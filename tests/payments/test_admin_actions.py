@@ -18,7 +18,8 @@ from django.utils.html import escape
 
 from payments.actions.calls import payment_refund
 from payments.models import PaymentEventKind, PaymentStatus, Refund
-from tests.payments.admin_support import (
+from tests.helpers.provider import Api
+from tests.payments.helpers import (
     action_url,
     approved,
     ask,
@@ -30,7 +31,6 @@ from tests.payments.admin_support import (
     messages_of,
     snapshot,
 )
-from tests.support import Api
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 

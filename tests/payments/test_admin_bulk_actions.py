@@ -13,7 +13,8 @@ from django.test import Client
 from django.urls import reverse
 
 from payments.models import Payment, PaymentEventKind, PaymentStatus
-from tests.payments.admin_support import (
+from tests.helpers.provider import Api
+from tests.payments.helpers import (
     CHANGELIST,
     VIEW_PAYMENTS,
     action_choices,
@@ -26,7 +27,6 @@ from tests.payments.admin_support import (
     snapshot,
     stored_payment,
 )
-from tests.support import Api
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 

@@ -16,7 +16,8 @@ from django.utils.html import strip_tags
 
 from payments.actions.calls import payment_refund
 from payments.models import PaymentStatus, Refund
-from tests.payments.admin_support import (
+from tests.helpers.provider import Api
+from tests.payments.helpers import (
     VIEW_PAYMENTS,
     action_url,
     approved,
@@ -25,7 +26,6 @@ from tests.payments.admin_support import (
     money,
     stored_payment,
 )
-from tests.support import Api
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 

@@ -15,7 +15,8 @@ from django.test import Client
 from django.urls import reverse
 
 from payments.models import PaymentStatus
-from tests.payments.admin_support import (
+from tests.helpers.provider import Api
+from tests.payments.helpers import (
     CHANGELIST,
     VIEW_PAYMENTS,
     action_url,
@@ -29,7 +30,6 @@ from tests.payments.admin_support import (
     snapshot,
     stored_payment,
 )
-from tests.support import Api
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 

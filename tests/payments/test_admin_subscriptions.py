@@ -16,14 +16,8 @@ from django.utils.html import escape
 
 from payments.actions.subscription_calls import subscription_sync
 from payments.models import Subscription
-from tests.payments.admin_support import (
-    action_choices,
-    ask,
-    count_calls,
-    log_entries,
-    messages_of,
-)
-from tests.support import Api
+from tests.helpers.provider import Api
+from tests.payments.helpers import action_choices, ask, count_calls, log_entries, messages_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 

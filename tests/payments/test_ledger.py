@@ -24,8 +24,9 @@ from tests.factories import (
     PaymentFactory,
     ProductFactory,
     RefundFactory,
+    provider_payment,
 )
-from tests.support import DECLINED, PROVIDER_ERROR, THREE_DS, Api
+from tests.helpers.provider import DECLINED, PROVIDER_ERROR, THREE_DS, Api
 
 pytestmark = pytest.mark.django_db
 
@@ -518,18 +519,16 @@ def test_payments_made_through_the_services_read_in_spanish(
     refunded in part then in full, cancelled, declined, waiting for 3-D Secure, and one whose
     outcome the provider's failure left unknown), then no Spanish payment page shows an
     English status, detail or sentence: what the services write is what the ledger reads."""
-    held = PaymentFactory(provider=provider, capture_method="manual", amount="400.00")
+    held = provider_payment(provider, capture_method="manual", amount="400.00")
     payment_capture(payment=held, amount=Decimal("300.00"), actor=admin_user)
-    charged = PaymentFactory(provider=provider, amount="500.00")
+    charged = provider_payment(provider, amount="500.00")
     payment_refund(payment=charged, amount=Decimal("100.00"), reason="Taza rota", actor=admin_user)
     payment_refund(payment=charged, actor=admin_user)
-    payment_cancel(
-        payment=PaymentFactory(provider=provider, capture_method="manual"), actor=admin_user
-    )
-    PaymentFactory(provider=provider, number=DECLINED)
-    PaymentFactory(provider=provider, number=THREE_DS)
+    payment_cancel(payment=provider_payment(provider, capture_method="manual"), actor=admin_user)
+    provider_payment(provider, number=DECLINED)
+    provider_payment(provider, number=THREE_DS)
     with pytest.raises(PaymentError):
-        PaymentFactory(provider=provider, number=PROVIDER_ERROR)
+        provider_payment(provider, number=PROVIDER_ERROR)
     statuses = {"approved", "refunded", "cancelled", "rejected", "pending", "unknown"}
     assert {p.status for p in Payment.objects.all()} | {"refunded"} >= statuses
 

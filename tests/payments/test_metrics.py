@@ -11,8 +11,8 @@ from prometheus_client import REGISTRY
 
 from payments.metrics import payment_transition_counted, provider_endpoint
 from payments.rereading.calls import payments_check
-from tests.factories import PaymentFactory
-from tests.support import Api
+from tests.factories import provider_payment
+from tests.helpers.provider import Api
 
 
 def sample(name: str, **labels: str) -> float:
@@ -80,7 +80,7 @@ def test_each_change_of_status_counts_what_it_says_once(
 def test_a_scheduled_check_that_corrects_a_payment_counts_one_correction(provider: Api) -> None:
     """A refund made at the provider and found by the scheduled check is one correction; the
     next check, finding nothing new, counts none."""
-    payment = PaymentFactory(provider=provider)
+    payment = provider_payment(provider)
     response = provider.post(
         "/refunds", {"payment_id": payment.provider_id, "amount": Decimal("100.00")}
     )

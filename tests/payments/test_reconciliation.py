@@ -28,10 +28,17 @@ from payments.rereading.calls import (
 )
 from payments.task_names import MARKER_TTL, SEND_CREATE_TASK, marker
 from payments.tasks import payment_send_create_task, payments_send_waiting_task
-from tests.factories import PaymentFactory, ProductFactory, order_reference
-from tests.shop import make_order
-from tests.support import DECLINED, THREE_DS, Api, free_port, wait_until
-from tests.webhooks.support import take_queued
+from tests.factories import (
+    OrderFactory,
+    PaymentFactory,
+    ProductFactory,
+    order_reference,
+    provider_payment,
+)
+from tests.helpers.broker import take_queued
+from tests.helpers.provider import DECLINED, THREE_DS, Api
+from tests.helpers.servers import free_port
+from tests.helpers.waiting import wait_until
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db]
 
@@ -68,7 +75,7 @@ def order_for(**fields: Any) -> Order:
     product = ProductFactory(
         slug=f"jarra-{uuid.uuid4().hex[:8]}", name="Jarra", price=Decimal("250.00"), stock=5
     )
-    return make_order((product, 1), **fields)
+    return OrderFactory(lines=[(product, 1)], **fields)
 
 
 def attempt_in_flight(status: str, minutes_ago: int) -> Payment:
@@ -87,7 +94,7 @@ def attempt_in_flight(status: str, minutes_ago: int) -> Payment:
 def test_sync_applies_a_change_made_at_the_provider(provider: Api) -> None:
     """A payment we hold that moved at the provider is UPDATED to match."""
     # Given an authorization captured at the provider
-    payment = PaymentFactory(provider=provider, capture_method="manual")
+    payment = provider_payment(provider, capture_method="manual")
     capture_at_provider(provider, payment)
 
     # When it is synced by its provider id
@@ -105,7 +112,7 @@ def test_sync_applies_a_change_made_at_the_provider(provider: Api) -> None:
 def test_sync_of_a_payment_already_up_to_date_changes_nothing(provider: Api) -> None:
     """A payment we hold that did not move is UNCHANGED, with no new ledger entry."""
     # Given a charge the shop already holds as the provider does
-    payment = PaymentFactory(provider=provider)
+    payment = provider_payment(provider)
     entries = payment.events.count()
 
     # When it is synced
@@ -192,10 +199,10 @@ def test_a_pending_payment_whose_challenge_passed_is_read_ten_minutes_after(
     its page."""
     # Given a challenge passed at the provider, started 11 minutes ago
     with later(minutes=-11):
-        stale = PaymentFactory(provider=provider, number=THREE_DS)
+        stale = provider_payment(provider, number=THREE_DS)
     # And one started 5 minutes ago, passed too
     with later(minutes=-5):
-        young = PaymentFactory(provider=provider, number=THREE_DS)
+        young = provider_payment(provider, number=THREE_DS)
     assert stale.status == young.status == PaymentStatus.PENDING
     pass_challenge(provider, stale)
     pass_challenge(provider, young)
@@ -220,9 +227,9 @@ def test_a_capture_made_at_the_provider_is_found_an_hour_after_the_last_change(
     change and picks the capture up; one authorized 30 minutes ago is not read yet."""
     # Given an authorization made 61 minutes ago and one made 30 minutes ago, both captured
     with later(minutes=-61):
-        stale = PaymentFactory(provider=provider, capture_method="manual")
+        stale = provider_payment(provider, capture_method="manual")
     with later(minutes=-30):
-        recent = PaymentFactory(provider=provider, capture_method="manual")
+        recent = provider_payment(provider, capture_method="manual")
     capture_at_provider(provider, stale)
     capture_at_provider(provider, recent)
 
@@ -245,11 +252,9 @@ def test_settled_payments_are_never_read(
     schedule's last read (29 days), are not read by the schedule."""
     # Given a rejection, a cancelled authorization and an approval, made 30 days ago
     with later(days=-30):
-        rejected = PaymentFactory(provider=provider, number=DECLINED)
-        cancelled = payment_cancel(
-            payment=PaymentFactory(provider=provider, capture_method="manual")
-        )
-        approved = PaymentFactory(provider=provider)
+        rejected = provider_payment(provider, number=DECLINED)
+        cancelled = payment_cancel(payment=provider_payment(provider, capture_method="manual"))
+        approved = provider_payment(provider)
     assert [rejected.status, cancelled.status, approved.status] == [
         PaymentStatus.REJECTED,
         PaymentStatus.CANCELLED,
@@ -276,7 +281,7 @@ def test_reconciliation_stops_at_the_first_sign_the_provider_is_down(
     others for the next run instead of hammering the provider."""
     # Given three authorizations due for a read and a provider failing every read
     with later(hours=-2):
-        stale = [PaymentFactory(provider=provider, capture_method="manual") for _ in range(3)]
+        stale = [provider_payment(provider, capture_method="manual") for _ in range(3)]
     fault = provider.post(
         "/_sandbox/faults", {"path": "/payments", "method": "GET", "status": 503, "times": 50}
     )
@@ -329,8 +334,8 @@ def test_staff_are_warned_once_about_an_authorization_about_to_expire(
     # Given an authorization 28 days old and one just made
     settings.MANAGERS = [("Ops", "ops@example.com")]
     now = timezone.now()
-    expiring = PaymentFactory(provider=provider, capture_method="manual")
-    fresh = PaymentFactory(provider=provider, capture_method="manual")
+    expiring = provider_payment(provider, capture_method="manual")
+    fresh = provider_payment(provider, capture_method="manual")
     age(
         expiring,
         authorized_at=now - timedelta(days=28),
@@ -372,8 +377,8 @@ def test_an_expired_authorization_is_refreshed_to_cancelled_and_the_order_follow
     becomes cancelled with CA-EXP01, and its order is cancelled."""
     # Given an authorized order, 31 days later at the provider, already warned about
     order = order_for(status=OrderStatus.AUTHORIZED)
-    payment = PaymentFactory(
-        provider=provider, capture_method="manual", external_reference=order.reference
+    payment = provider_payment(
+        provider, capture_method="manual", external_reference=order.reference
     )
     clock = provider.post("/_sandbox/clock", {"advance_days": 31})
     assert clock.status_code == 200, clock.text
@@ -410,7 +415,7 @@ def test_a_refund_whose_notification_was_lost_is_found_by_the_schedule(
     lost) is read at the next step of its schedule, and shows the refund."""
     # Given an approval made 5 hours ago, read by the schedule at its first hour
     with later(hours=-5):
-        payment = PaymentFactory(provider=provider, amount="300.00")
+        payment = provider_payment(provider, amount="300.00")
     with later(hours=-4):
         assert reconcile().checked == 1
     # And refunded in part at the provider since, behind the shop's back
@@ -455,7 +460,7 @@ def test_creates_whose_task_was_lost_are_sent_again_by_the_sweep(
     assert failing.status_code == 201, failing.text
     for _ in range(2):
         with pytest.raises(PaymentOutcomeUnknown):
-            PaymentFactory(provider=provider)
+            provider_payment(provider)
     lost, coming = Payment.objects.order_by("pk")
     assert {lost.status, coming.status} == {PaymentStatus.UNKNOWN}
     assert lost.create_request and coming.create_request

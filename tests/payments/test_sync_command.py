@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from payments.models import Payment, PaymentStatus
-from tests.factories import PaymentFactory
-from tests.support import Api
+from tests.factories import provider_payment
+from tests.helpers.provider import Api
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 def test_it_reports_each_payment_it_reads(provider: Api) -> None:
     """Given a payment the shop holds and an id the provider does not know, the command applies
     the first and reports both, one line each."""
-    payment = PaymentFactory(provider=provider, capture_method="manual")
+    payment = provider_payment(provider, capture_method="manual")
     provider.patch(
         f"/payments/{payment.provider_id}",
         {"status": "cancelled"},
@@ -43,7 +43,7 @@ def test_it_reports_each_payment_it_reads(provider: Api) -> None:
 def test_it_fails_when_the_provider_cannot_be_read(provider: Api, settings: Any) -> None:
     """With the provider unreachable the command says so and exits with an error; nothing
     changes."""
-    payment = PaymentFactory(provider=provider)
+    payment = provider_payment(provider)
     settings.PAYMENTS_API_BASE_URL = "http://127.0.0.1:9"
     err = StringIO()
 

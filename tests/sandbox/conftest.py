@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import WebhookReceiver
+from tests.helpers.servers import WebhookReceiver
 
 
 @pytest.fixture

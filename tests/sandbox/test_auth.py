@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import (
+from tests.helpers.provider import (
     CVV_FOR,
     PUBLIC_KEY,
     SECRET_KEY,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import simplejson
 
-from tests.support import AMEX, MASTER, VISA, Api, assert_error, decimal_json
+from tests.helpers.provider import AMEX, MASTER, VISA, Api, assert_error, decimal_json
 
 HUGE = "x" * (65 * 1024)  # the sandbox takes bodies up to 64 KiB
 _LITERAL = "__literal__"

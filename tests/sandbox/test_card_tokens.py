@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import (
+from tests.helpers.provider import (
     AMEX,
     DECLINED,
     INSUFFICIENT_FUNDS,
@@ -23,10 +23,10 @@ from tests.support import (
     THREE_DS,
     VISA,
     Api,
-    SandboxProcess,
     assert_error,
     decimal_json,
 )
+from tests.helpers.sandbox import SandboxProcess
 
 # Distinct CVVs with a leading zero, so no timestamp, id or amount can equal one by chance.
 CVVS = {VISA: "048", MASTER: "067", AMEX: "0426"}

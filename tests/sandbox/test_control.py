@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.support import VISA, Api, assert_error, decimal_json
+from tests.helpers.provider import VISA, Api, assert_error, decimal_json
 
 
 def test_a_fault_answers_its_status_the_given_number_of_times(api: Api) -> None:

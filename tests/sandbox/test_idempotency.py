@@ -11,7 +11,8 @@ from typing import Any
 
 import requests
 
-from tests.support import VISA, Api, SandboxProcess, assert_error, decimal_json
+from tests.helpers.provider import VISA, Api, assert_error, decimal_json
+from tests.helpers.sandbox import SandboxProcess
 
 AMOUNT = Decimal("250.00")
 

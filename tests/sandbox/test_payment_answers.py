@@ -8,16 +8,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from tests.sandbox.payment_support import (
-    AMOUNT,
-    PASS,
-    ZERO,
-    assert_iso_subsecond,
-    cancel,
-    capture,
-    complete_challenge,
-)
-from tests.support import (
+from tests.helpers.provider import (
     AMEX,
     DECLINED,
     INSUFFICIENT_FUNDS,
@@ -25,10 +16,19 @@ from tests.support import (
     THREE_DS,
     VISA,
     Api,
-    WebhookReceiver,
     assert_error,
     decimal_json,
     same_payment,
+)
+from tests.helpers.servers import WebhookReceiver
+from tests.sandbox.helpers import (
+    AMOUNT,
+    PASS,
+    ZERO,
+    assert_iso_subsecond,
+    cancel,
+    capture,
+    complete_challenge,
 )
 
 # Every field of the spec's Payment table, and of its nested objects.

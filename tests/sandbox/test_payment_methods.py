@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from tests.support import AMEX, MASTER, VISA, Api, assert_error, decimal_json
+from tests.helpers.provider import AMEX, MASTER, VISA, Api, assert_error, decimal_json
 
 METHODS = {"amex", "visa", "master", "cashpay"}
 CARD_METHODS = {"amex": AMEX, "visa": VISA, "master": MASTER}

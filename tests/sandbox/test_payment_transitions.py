@@ -11,7 +11,22 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox.payment_support import (
+from tests.helpers.provider import (
+    AMEX,
+    DECLINED,
+    INSUFFICIENT_FUNDS,
+    MASTER,
+    PROVIDER_ERROR,
+    THREE_DS,
+    VISA,
+    Api,
+    assert_error,
+    decimal_json,
+    same_payment,
+)
+from tests.helpers.sandbox import SandboxProcess
+from tests.helpers.servers import WebhookReceiver
+from tests.sandbox.helpers import (
     AMOUNT,
     PASS,
     ZERO,
@@ -21,21 +36,6 @@ from tests.sandbox.payment_support import (
     challenge_page,
     challenge_post,
     complete_challenge,
-)
-from tests.support import (
-    AMEX,
-    DECLINED,
-    INSUFFICIENT_FUNDS,
-    MASTER,
-    PROVIDER_ERROR,
-    THREE_DS,
-    VISA,
-    Api,
-    SandboxProcess,
-    WebhookReceiver,
-    assert_error,
-    decimal_json,
-    same_payment,
 )
 
 # --- helpers ---------------------------------------------------------------------------------

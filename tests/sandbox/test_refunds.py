@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 import requests
 
-from tests.support import (
+from tests.helpers.provider import (
     DECLINED,
     THREE_DS,
     VISA,
     Api,
-    WebhookReceiver,
     assert_error,
     decimal_json,
     same_payment,
 )
+from tests.helpers.servers import WebhookReceiver
 
 AMOUNT = Decimal("250.00")
 REFUND_FIELDS = {"id", "payment_id", "amount", "status", "created_at"}

@@ -1,4 +1,4 @@
-from tests.support import VISA, Api
+from tests.helpers.provider import VISA, Api
 
 
 def test_a_card_pays_through_the_live_sandbox(api: Api) -> None:

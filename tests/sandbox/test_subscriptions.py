@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import Api, assert_error, decimal_json
+from tests.helpers.provider import Api, assert_error, decimal_json
 
 # The seeded subscriptions: SEED_SUBSCRIPTIONS in sandbox/provider/subscriptions.py (that
 # module needs the sandbox's Django settings, so its ids are repeated here).

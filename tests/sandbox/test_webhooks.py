@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 
-from tests.support import DECLINED, THREE_DS, VISA, Api, WebhookReceiver, wait_until
+from tests.helpers.provider import DECLINED, THREE_DS, VISA, Api
+from tests.helpers.servers import WebhookReceiver
+from tests.helpers.waiting import wait_until
 
 
 def _notification(payment_id: str, event_type: str) -> dict[str, str]:

@@ -24,8 +24,8 @@ from checkout.services.order_status import CLOSED_STATUSES, charges_held, status
 from checkout.services.orders import orders_out_of_step
 from payments.models import Payment, PaymentEvent, Refund, Subscription
 from payments.rereading.rules import payments_due_for_check, payments_waiting_to_send
-from tests.config.support import production_env, run
 from tests.factories import OrderFactory
+from tests.helpers.settings import production_env, run
 from tools.volume import fill_allowed, tail
 from tools.volume.pages import admin_pages
 from webhooks.models import WebhookEvent

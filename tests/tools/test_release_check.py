@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.support import free_port
+from tests.helpers.servers import free_port
 from tools.release_check import error_lines, previous_release
 from tools.release_processes import Proxy, Release
 

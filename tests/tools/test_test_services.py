@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tests.support import ROOT
+from tests.helpers.paths import ROOT
 
 # What the command sees: its two addresses, and that both servers answer there.
 PROBE = """

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from payments.models import CaptureMethod, Payment, PaymentStatus
 from tests.factories import PaymentFactory
-from tests.webhooks.support import take_queued
+from tests.helpers.broker import take_queued
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.task_names import PROCESS_TASK
 

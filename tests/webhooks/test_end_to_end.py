@@ -11,9 +11,9 @@ import pytest
 
 from checkout.models import Order, OrderStatus
 from payments.models import Payment, PaymentEvent, PaymentStatus
-from tests.factories import ProductFactory, create_now
-from tests.shop import make_order
-from tests.support import THREE_DS, VISA, Api, wait_until
+from tests.factories import OrderFactory, ProductFactory, provider_payment
+from tests.helpers.provider import THREE_DS, VISA, Api
+from tests.helpers.waiting import wait_until
 from webhooks.addresses import payment_notification_url as webhook_url
 from webhooks.models import WebhookEvent, WebhookState
 
@@ -33,16 +33,13 @@ def _order_paid_with(api: Api, number: str, capture_method: str) -> tuple[Order,
     product = ProductFactory(
         slug=f"jarra-{uuid.uuid4().hex[:6]}", name="Jarra", price=Decimal("250.00"), stock=5
     )
-    order = make_order((product, 1))
-    payment = create_now(
-        external_reference=order.reference,
-        attempt_key=uuid.uuid4().hex,
-        amount=order.total,
-        currency="MXN",
-        description=f"Order {order.reference}",
-        card_token=api.card_token(number)["id"],
+    order = OrderFactory(lines=[(product, 1)])
+    payment = provider_payment(
+        api,
+        order=order,
+        number=number,
         capture_method=capture_method,
-        customer={"first_name": "Ana", "last_name": "Pérez", "email": "ana@example.com"},
+        description=f"Order {order.reference}",
         prevention_data={},
         return_url="",
         webhook_url=webhook_url(),

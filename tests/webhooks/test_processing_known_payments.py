@@ -15,10 +15,10 @@ from django.utils import timezone
 from checkout.models import OrderStatus
 from core.task_queue import is_marked
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
-from tests.factories import PaymentFactory
-from tests.support import Api
-from tests.webhooks.processing_support import CaptureCallbacks, events, notify, order_for, status_of
-from tests.webhooks.support import take_queued
+from tests.factories import provider_payment
+from tests.helpers.broker import take_queued
+from tests.helpers.provider import Api
+from tests.webhooks.helpers import CaptureCallbacks, events, notify, order_for, status_of
 from webhooks.models import WebhookState
 from webhooks.processing import ProcessOutcome, webhook_process
 from webhooks.services import enqueue_processing
@@ -54,8 +54,8 @@ def test_notifications_of_a_known_payment_are_applied_once(
     attempt; the payment and its ledger move once; a second run finds nothing to do."""
     # Given an authorization captured at the provider, and its notifications stored
     order = order_for()
-    payment = PaymentFactory(
-        provider=provider, capture_method="manual", external_reference=order.reference
+    payment = provider_payment(
+        provider, capture_method="manual", external_reference=order.reference
     )
     assert payment.status == PaymentStatus.AUTHORIZED
     capture_at_provider(provider, payment)
@@ -108,7 +108,7 @@ def test_a_burst_for_one_payment_is_one_provider_read_and_a_later_one_is_another
     """Ten rows for one payment cost one provider read; a row stored after that read began is
     not lost: the next run reads the payment again and applies what changed since."""
     # Given a charge and ten notifications for it, and the task's queued marker
-    payment = PaymentFactory(provider=provider)
+    payment = provider_payment(provider)
     burst = notify(payment.provider_id, count=10)
     assert enqueue_processing(payment.provider_id)
     assert take_queued(celery_app) == [(PROCESS_TASK, [payment.provider_id])]
@@ -149,7 +149,7 @@ def test_claims_survive_a_crash_and_belong_to_their_task(
     """Rows a task claimed before its worker died are taken again by that task's redelivery
     (same task id), never by another task; another task's rows are left alone."""
     # Given rows claimed by task X and by task Z (both crashed), and one row still waiting
-    payment = PaymentFactory(provider=provider)
+    payment = provider_payment(provider)
     claimed_at = timezone.now() - timedelta(minutes=2)
     of_x = notify(
         payment.provider_id,

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from tests.factories import PaymentFactory
-from tests.support import Api
-from tests.webhooks.processing_support import CaptureCallbacks, events, notify
-from tests.webhooks.support import take_queued
+from tests.factories import provider_payment
+from tests.helpers.broker import take_queued
+from tests.helpers.provider import Api
+from tests.webhooks.helpers import CaptureCallbacks, events, notify
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.processing import ProcessOutcome, RetryLater, webhook_give_up, webhook_process
 from webhooks.services import webhook_events_retry
@@ -43,7 +43,7 @@ def test_while_the_provider_is_down_rows_stay_with_their_task_until_it_answers(
     not a refusal), makes processing raise RetryLater: the rows stay claimed by the task with the
     error and the attempt counted; once it is back, the same task finishes them."""
     # Given a payment with two notifications, and the provider failing every read
-    payment = PaymentFactory(provider=provider)
+    payment = provider_payment(provider)
     pks = notify(payment.provider_id, count=2)
     provider_down(provider, status)
 
@@ -81,7 +81,7 @@ def test_rows_given_up_on_are_failed_and_staff_can_retry_them(
     """When retries run out the task's rows are marked failed with the reason; staff's retry
     brings them back to received and queues them; they are then processed."""
     # Given rows claimed by a task that could not reach the provider
-    payment = PaymentFactory(provider=provider)
+    payment = provider_payment(provider)
     pks = notify(payment.provider_id, count=2)
     other_task = notify(
         payment.provider_id,
@@ -136,7 +136,7 @@ def test_staff_retry_of_an_unmatched_id_looks_it_up_again_and_replay_takes_proce
     webhook_process(payment_id=unknown, task_id="t-1")
     unmatched += notify(unknown)
     webhook_process(payment_id=unknown, task_id="t-2")
-    payment = PaymentFactory(provider=provider)
+    payment = provider_payment(provider)
     processed = notify(payment.provider_id)
     webhook_process(payment_id=payment.provider_id, task_id="t-3")
     assert len(provider_gets) == 2

@@ -17,10 +17,10 @@ from django.utils import timezone
 import webhooks.processing
 from checkout.models import Order, OrderStatus
 from payments.models import Payment, PaymentEventKind, PaymentStatus
-from tests.factories import PaymentFactory
-from tests.support import Api
-from tests.webhooks.processing_support import CaptureCallbacks, events, notify, order_for, status_of
-from tests.webhooks.support import take_queued
+from tests.factories import PaymentFactory, provider_payment
+from tests.helpers.broker import take_queued
+from tests.helpers.provider import Api
+from tests.webhooks.helpers import CaptureCallbacks, events, notify, order_for, status_of
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.processing import DEFERRED, ProcessOutcome, webhook_process
 from webhooks.services import webhook_relay
@@ -229,7 +229,7 @@ def test_lookups_of_unknown_ids_are_bounded_per_minute_and_the_rest_wait(
     assert DEFERRED.startswith("Deferred")
 
     # When a payment the shop knows is notified while the budget is spent
-    known = PaymentFactory(provider=provider)
+    known = provider_payment(provider)
     known_rows = notify(known.provider_id)
     outcome = webhook_process(payment_id=known.provider_id, task_id="known")
 
@@ -241,7 +241,7 @@ def test_lookups_of_unknown_ids_are_bounded_per_minute_and_the_rest_wait(
     # When the relay runs a minute later, with a notification of a known payment that the
     # broker never got, received after the deferred ones
     clock.now += 60
-    lost = PaymentFactory(provider=provider)
+    lost = provider_payment(provider)
     notify(lost.provider_id, received_at=timezone.now())
     later = timezone.now() + timedelta(minutes=1)
     with django_capture_on_commit_callbacks(execute=True):

@@ -30,8 +30,8 @@ from django.test import Client
 from django.urls import resolve, reverse
 
 from core.task_queue import is_marked
-from tests.support import free_port
-from tests.webhooks.support import take_queued, take_queued_with_eta
+from tests.helpers.broker import take_queued, take_queued_with_eta
+from tests.helpers.servers import free_port
 from webhooks.addresses import payment_notification_url as webhook_url
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.services import webhook_relay

@@ -17,8 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core.task_queue import is_marked
-from tests.webhooks.processing_support import CaptureCallbacks, events, notify
-from tests.webhooks.support import take_queued
+from tests.helpers.broker import take_queued
+from tests.webhooks.helpers import CaptureCallbacks, events, notify
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.processing import webhook_hold
 from webhooks.services import webhook_relay

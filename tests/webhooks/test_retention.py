@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from payments.models import Payment
 from tests.factories import PaymentFactory
-from tests.support import plan_of
-from tests.webhooks.processing_support import notify
+from tests.helpers.database import plan_of
+from tests.webhooks.helpers import notify
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.retention import webhooks_prune
 from webhooks.tasks import webhooks_prune_task

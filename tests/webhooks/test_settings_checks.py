@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import ROOT
+from tests.helpers.paths import ROOT
 from webhooks.apps import settings_problems
 
 

@@ -1,88 +1,61 @@
 """Notifications processed by a real Celery worker against the real Redis, PostgreSQL and the live
 sandbox: a burst of copies applies once, shuffled and duplicated notifications end where the
-provider is, nothing is lost while Redis is down, a worker killed mid-task is replaced, and a
-provider that is down is retried, then given up on for staff to retry."""
+provider is, nothing is lost while Redis is down, and a provider that is down is retried,
+then given up on for staff to retry. (Workers in processes of their own:
+test_worker_processes.py.)"""
 
 from __future__ import annotations
 
 import os
 import random
 import threading
-import time
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
 from decimal import Decimal
 from io import StringIO
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-import redis
 import requests
 from django.core import mail
 from django.core.management import call_command
-from django.db import connection, connections
+from django.db import connections
 from django.db.models.signals import post_save
 from django.test import override_settings
-from django.urls import reverse
-from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from checkout.models import Order, OrderMail, OrderMailKind, OrderStatus
 from checkout.services import derive_order_status, order_payments
-from payments.models import Payment, PaymentEvent, PaymentStatus
-from tests.factories import PaymentFactory, ProductFactory
-from tests.shop import make_order
-from tests.support import (
-    DECLINED,
-    INSUFFICIENT_FUNDS,
-    MASTER,
-    THREE_DS,
-    VISA,
-    Api,
-    wait_until,
+from payments.models import Payment, PaymentStatus
+from tests.factories import provider_payment
+from tests.helpers.provider import DECLINED, INSUFFICIENT_FUNDS, MASTER, THREE_DS, VISA, Api
+from tests.helpers.servers import TcpProxy
+from tests.helpers.waiting import wait_until
+from tests.webhooks.helpers import (
+    FINISHED,
+    Shop,
+    approvals,
+    capture_at_provider,
+    captured_at_provider,
+    count_gets,
+    idempotency,
+    new_order,
+    order_paying,
+    order_status,
 )
-from tests.webhooks.support import TcpProxy, WorkerProcess
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.services import webhook_events_retry
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
 
-FINISHED = (WebhookState.PROCESSED, WebhookState.UNMATCHED, WebhookState.FAILED)
 CHARGED = (PaymentStatus.APPROVED, PaymentStatus.AUTHORIZED)
-VISIBILITY_TIMEOUT = 3  # seconds, for the worker processes
 
 
 # --- The shop on a live server, and the provider's side -----------------------------------------
-
-
-@dataclass
-class Shop:
-    """The shop's webhook receiver on a live server, and the sandbox behind it."""
-
-    api: Api
-    receiver_url: str
-
-    def notify(
-        self, payment_id: str, event_type: str = "UPDATE", session: Any = requests
-    ) -> requests.Response:
-        """POST the provider's notification to the receiver, as the provider does."""
-        body = {"id": payment_id, "origin": "payments-api", "event_type": event_type}
-        return session.post(self.receiver_url, json=body, timeout=30)
-
-
-@pytest.fixture
-def shop(live_server: Any, provider: Api, settings: Any) -> Shop:
-    """Payments are created with no webhook address: every notification is sent by the test."""
-    settings.PAYMENTS_WEBHOOK_TOKEN = "worker-" + uuid.uuid4().hex
-    path = reverse("webhooks:payments", kwargs={"token": settings.PAYMENTS_WEBHOOK_TOKEN})
-    return Shop(provider, f"{live_server.url}{path}")
 
 
 @pytest.fixture
@@ -99,21 +72,6 @@ def order_moves() -> Iterator[list[tuple[int, str]]]:
     post_save.connect(record, sender=Order, weak=False, dispatch_uid="test-worker-order-moves")
     yield moves
     post_save.disconnect(sender=Order, dispatch_uid="test-worker-order-moves")
-
-
-def count_gets(api: Api, payment_id: str) -> int:
-    """A 1 ms latency fault that only counts the provider reads of one payment."""
-    return api.add_fault(path=f"/payments/{payment_id}", method="GET", latency_ms=1)
-
-
-def idempotency() -> dict[str, str]:
-    return {"Idempotency-Key": uuid.uuid4().hex}
-
-
-def capture_at_provider(api: Api, payment_id: str) -> None:
-    body = {"status": "approved", "paid_amount": Decimal("250.00")}
-    response = api.patch(f"/payments/{payment_id}", body, headers=idempotency())
-    assert response.status_code == 200, response.text
 
 
 def cancel_at_provider(api: Api, payment_id: str) -> None:
@@ -135,41 +93,6 @@ def finish_challenge(api: Api, three_ds_url: str, *, passed: bool) -> None:
     assert response.status_code == 200, response.text
 
 
-def new_order() -> Order:
-    product = ProductFactory(
-        slug=f"taza-{uuid.uuid4().hex[:8]}", name="Taza", price=Decimal("250.00"), stock=100
-    )
-    return make_order((product, 1))
-
-
-def order_paying(
-    api: Api, *, number: str = VISA, capture_method: str = "automatic"
-) -> tuple[Order, Payment]:
-    """An order and its payment, made through the shop's payment service."""
-    order = new_order()
-    payment = PaymentFactory(
-        provider=api,
-        number=number,
-        capture_method=capture_method,
-        external_reference=order.reference,
-    )
-    assert payment.provider_id
-    return order, payment
-
-
-def captured_at_provider(api: Api) -> tuple[Order, Payment]:
-    """An authorization the shop holds, captured at the provider behind the shop's back."""
-    order, payment = order_paying(api, capture_method="manual")
-    assert payment.status == PaymentStatus.AUTHORIZED
-    capture_at_provider(api, payment.provider_id)
-    return order, payment
-
-
-def order_status(order: Order) -> str:
-    order.refresh_from_db()
-    return order.status
-
-
 def order_confirmed(order: Order) -> bool:
     """Its payment's mail (paid, or amount held) sent (the mail task ran)."""
     sent = OrderMail.objects.filter(
@@ -180,10 +103,6 @@ def order_confirmed(order: Order) -> bool:
 
 def all_mails_sent(order: Order) -> bool:
     return not OrderMail.objects.filter(order=order, sent_at=None).exists()
-
-
-def approvals(payment: Payment) -> int:
-    return PaymentEvent.objects.filter(payment=payment, new_status=PaymentStatus.APPROVED).count()
 
 
 def events_of(payment_id: str) -> Any:
@@ -366,8 +285,8 @@ def play(api: Api, scenario: Scenario) -> tuple[Order, list[tuple[str, str]]]:
             )
             payment_ids.append(remote["id"])
         else:
-            payment = PaymentFactory(
-                provider=api,
+            payment = provider_payment(
+                api,
                 number=number,
                 capture_method=capture_method,
                 external_reference=order.reference,
@@ -597,164 +516,7 @@ def test_a_notification_received_while_redis_is_down_is_relayed_and_processed_on
 # --- A worker process killed in the middle of a task ----------------------------------------------
 
 
-@pytest.fixture
-def worker_processes(
-    tmp_path: Path, shop: Shop, empty_broker: None
-) -> Iterator[Callable[..., WorkerProcess]]:
-    """Start Celery workers in processes of their own on the test database; all are killed
-    when the test ends."""
-    from django.conf import settings
-
-    database = os.environ.get("DATABASE_URL", "")
-    if not database.startswith(("postgres://", "postgresql://")):
-        pytest.skip("worker processes share the test database: it needs PostgreSQL")
-    if not os.environ.get("REDIS_URL", "").startswith("redis://"):
-        pytest.skip("worker processes need a real broker: set REDIS_URL")
-    parts = urlsplit(database)
-    test_database = urlunsplit(parts._replace(path=f"/{connection.settings_dict['NAME']}"))
-    env = {
-        **os.environ,
-        "DATABASE_URL": test_database,
-        "DJANGO_SETTINGS_MODULE": "config.settings.test",
-        "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT),
-        "WEBHOOKS_RETRY_BACKOFF_MAX": str(VISIBILITY_TIMEOUT - 1),
-        "PAYMENTS_API_BASE_URL": settings.PAYMENTS_API_BASE_URL,
-        "PAYMENTS_PUBLIC_KEY": settings.PAYMENTS_PUBLIC_KEY,
-        "PAYMENTS_ACCESS_TOKEN": settings.PAYMENTS_ACCESS_TOKEN,
-        "PAYMENTS_AUTH_SCHEME": settings.PAYMENTS_AUTH_SCHEME,
-        "PAYMENTS_WEBHOOK_TOKEN": settings.PAYMENTS_WEBHOOK_TOKEN,
-    }
-    for name in ("CELERY_BROKER_URL", "CELERY_BROKER_READ_URL", "CELERY_BROKER_WRITE_URL"):
-        env.pop(name, None)
-    started: list[WorkerProcess] = []
-
-    def start(name: str, **extra_env: str) -> WorkerProcess:
-        process = WorkerProcess(
-            {**env, **extra_env}, tmp_path / f"{name}.log", f"{name}-{uuid.uuid4().hex[:6]}"
-        )
-        started.append(process.start())
-        return process
-
-    yield start
-    for process in started:
-        process.kill()
-
-
-def test_a_worker_killed_mid_task_is_replaced_and_the_notification_applies_once(
-    shop: Shop, worker_processes: Callable[[str], WorkerProcess]
-) -> None:
-    """A worker killed while it waits for the provider never acknowledged its task: after the
-    visibility timeout another worker gets the same task again, which takes over the events
-    the dead one had claimed and applies the payment once."""
-    broker = redis.Redis.from_url(os.environ["REDIS_URL"])
-    # Given an authorization captured at the provider, whose next read hangs for 8 s
-    order, payment = captured_at_provider(shop.api)
-    hang = shop.api.add_fault(
-        path=f"/payments/{payment.provider_id}",
-        method="GET",
-        latency_ms=8000,
-        times=1,
-    )
-    gets = count_gets(shop.api, payment.provider_id)
-    first = worker_processes("first")
-    first.wait_ready()
-
-    # When the UPDATE arrives and the worker is killed while its task waits for the provider
-    response = shop.notify(payment.provider_id)
-    assert response.status_code == 200, response.text
-    event = WebhookEvent.objects.get(pk=response.json()["event"])
-    wait_until(lambda: shop.api.fault_hits(hang) == 1, timeout=30)
-    event.refresh_from_db()
-    assert event.state == WebhookState.PROCESSING
-    claimed_by = event.task_id
-    first.kill()
-
-    # Then its task was never acknowledged
-    assert broker.hlen("unacked") == 1
-
-    # When another worker starts once the visibility timeout has passed
-    def unacked_long_enough() -> bool:
-        delivered = broker.zrange("unacked_index", 0, -1, withscores=True)
-        return bool(delivered) and all(
-            at + VISIBILITY_TIMEOUT + 0.5 < time.time() for _, at in delivered
-        )
-
-    wait_until(unacked_long_enough, timeout=30)
-    second = worker_processes("second")
-
-    # Then the same task runs again, takes over the claimed event and applies the payment once
-    wait_until(lambda: WebhookEvent.objects.get(pk=event.pk).state in FINISHED, timeout=60)
-    event.refresh_from_db()
-    assert (event.state, event.task_id, event.attempts, event.payment_id) == (
-        WebhookState.PROCESSED,
-        claimed_by,
-        2,
-        payment.pk,
-    ), second.log()
-    assert claimed_by in first.log()
-    assert claimed_by in second.log()
-    assert shop.api.fault_hits(gets) == 1
-    assert approvals(payment) == 1
-    # (the order follows by its sync task, queued once the payment changed)
-    wait_until(lambda: order_status(order) == OrderStatus.PAID, timeout=30)
-    # And this time the task is acknowledged
-    wait_until(lambda: broker.hlen("unacked") == 0, timeout=15)
-
-
 # --- A worker process's database connection ------------------------------------------------------
-
-
-def worker_backends(application_name: str) -> list[int]:
-    """The PostgreSQL backends a worker started with PGAPPNAME=application_name holds."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = %s ORDER BY pid",
-            [application_name],
-        )
-        return [pid for (pid,) in cursor.fetchall()]
-
-
-def run_relay_tasks(process: WorkerProcess, count: int) -> None:
-    from webhooks.tasks import webhook_relay_task
-
-    done = process.log().count("succeeded in")
-    for _ in range(count):
-        webhook_relay_task.delay()
-    wait_until(lambda: process.log().count("succeeded in") >= done + count, timeout=30)
-
-
-def test_a_worker_keeps_its_database_connection_from_task_to_task(
-    worker_processes: Callable[..., WorkerProcess],
-) -> None:
-    """Each task does not open a connection of its own (a new PostgreSQL backend each): the
-    worker keeps one, as long as DATABASE_CONN_MAX_AGE allows."""
-    name = f"shop-worker-{uuid.uuid4().hex[:8]}"
-    worker = worker_processes("keeps", PGAPPNAME=name)
-    worker.wait_ready()
-    run_relay_tasks(worker, 1)
-    [backend] = worker_backends(name)
-    run_relay_tasks(worker, 5)
-    assert worker_backends(name) == [backend], worker.log()
-
-
-def test_with_no_connection_age_a_worker_closes_its_connection_after_each_task(
-    worker_processes: Callable[..., WorkerProcess],
-) -> None:
-    """DATABASE_CONN_MAX_AGE=0 (behind PgBouncer in transaction mode) is honoured by workers:
-    their tasks did use the database (an old notification was relayed by one of them), and no
-    connection is left open afterwards."""
-    name = f"shop-worker-{uuid.uuid4().hex[:8]}"
-    left_behind = WebhookEvent.objects.create(
-        provider_payment_id=str(uuid.uuid4()),
-        event_type="UPDATE",
-        received_at=timezone.now() - timedelta(minutes=10),
-    )
-    worker = worker_processes("closes", PGAPPNAME=name, DATABASE_CONN_MAX_AGE="0")
-    worker.wait_ready()
-    run_relay_tasks(worker, 3)
-    left_behind.refresh_from_db()
-    assert left_behind.relayed_at is not None  # the worker reached the database
-    wait_until(lambda: worker_backends(name) == [], timeout=10)
 
 
 # --- The provider down while notifications are processed ---------------------------------------

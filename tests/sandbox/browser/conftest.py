@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.support import PUBLIC_KEY, SandboxProcess, StaticSite
+from tests.helpers.provider import PUBLIC_KEY
+from tests.helpers.sandbox import SandboxProcess
+from tests.helpers.servers import StaticSite
 
 PAGES = Path(__file__).resolve().parent / "pages"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import (
+from tests.helpers.provider import (
     AMEX,
     DECLINED,
     INSUFFICIENT_FUNDS,
@@ -17,27 +17,10 @@ from tests.support import (
     THREE_DS,
     VISA,
     Api,
-    SandboxProcess,
-    StaticSite,
 )
-
-CARD_FRAME = "#card-element iframe"
-
-
-def open_merchant(page: Any, site: StaticSite, query: str = "") -> Any:
-    """Open the merchant page and wait until the card form is ready; the frame's locator."""
-    page.goto(site.url(f"/checkout{query}"))
-    page.wait_for_function("window.__ready === true")
-    return page.frame_locator(CARD_FRAME)
-
-
-def fill_card(
-    frame: Any, number: str, exp: str = "12/31", cvv: str | None = None, name: str = "Ana Pérez"
-) -> None:
-    frame.locator("#cc-number").fill(number)
-    frame.locator("#cc-exp").fill(exp)
-    frame.locator("#cc-csc").fill(cvv or ("1234" if number.startswith("37") else "123"))
-    frame.locator("#cc-name").fill(name)
+from tests.helpers.sandbox import SandboxProcess
+from tests.helpers.servers import StaticSite
+from tests.sandbox.browser.helpers import fill_card, open_merchant
 
 
 def frame_at(page: Any, origin: str) -> Any:

@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox.browser.test_card_element import fill_card, open_merchant
-from tests.support import ROOT, VISA, SandboxProcess, StaticSite
+from tests.helpers.paths import ROOT
+from tests.helpers.provider import VISA
+from tests.helpers.sandbox import SandboxProcess
+from tests.helpers.servers import StaticSite
+from tests.sandbox.browser.helpers import fill_card, open_merchant
 
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from tests.support import THREE_DS, Api, SandboxProcess, StaticSite, WebhookReceiver
+from tests.helpers.provider import THREE_DS, Api
+from tests.helpers.sandbox import SandboxProcess
+from tests.helpers.servers import StaticSite, WebhookReceiver
 
 
 def start_challenge(
