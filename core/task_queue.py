@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from celery import current_app, shared_task
@@ -148,13 +148,6 @@ def send_once(
     return True
 
 
-def send_once_on_commit(
-    task: str, key: str, args: Sequence[object], *, ttl: int, what: str = ""
-) -> None:
-    """`send_once` when the current transaction commits (at once outside one)."""
-    transaction.on_commit(lambda: send_once(task, key, args, ttl=ttl, what=what), robust=True)
-
-
 # --- Retry policies ---------------------------------------------------------------------------
 
 
@@ -184,9 +177,7 @@ class RetryPolicy:
 
     def on(self, *errors: type[BaseException]) -> RetryPolicy:
         """The policy, retrying automatically when the task raises one of `errors`."""
-        return RetryPolicy(
-            self.name, self.backoff, self.backoff_max, self.max_retries, self.from_settings, errors
-        )
+        return replace(self, retry_on=errors)
 
     def options(self) -> dict[str, Any]:
         """Celery's options for a task that retries automatically by this policy."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from celery import Task
 
-from core.task_queue import PROVIDER_UNCONFIRMED, is_marked, mark, send_once, shop_task, unmark
+from core.task_queue import PROVIDER_UNCONFIRMED, is_marked, mark, shop_task, unmark
 from payments.attempts.calls import payment_send_create
 from payments.catalogue.calls import payment_methods_refresh, provider_check
 from payments.models import Payment
@@ -20,7 +20,13 @@ from payments.rereading.calls import (
     payments_reconcile,
 )
 from payments.rereading.rules import payments_waiting_to_send, schedule_unscheduled
-from payments.task_names import MARKER_TTL, REFRESH_TASK, SEND_CREATE_TASK, marker
+from payments.task_names import (
+    MARKER_TTL,
+    REFRESH_TASK,
+    SEND_CREATE_TASK,
+    marker,
+    send_for_payment,
+)
 
 
 @shop_task("payments.tasks.payments_schedule_task")
@@ -107,11 +113,8 @@ def payments_send_waiting_task() -> int:
     was lost); how many were queued."""
     queued = 0
     for payment_id in payments_waiting_to_send():
-        key = marker(SEND_CREATE_TASK, payment_id)
-        if not is_marked(key):
-            ttl = MARKER_TTL[SEND_CREATE_TASK]
-            what = f"{SEND_CREATE_TASK} for payment {payment_id}"
-            queued += send_once(SEND_CREATE_TASK, key, (payment_id,), ttl=ttl, what=what)
+        if not is_marked(marker(SEND_CREATE_TASK, payment_id)):
+            queued += send_for_payment(SEND_CREATE_TASK, payment_id)
     return queued
 
 

@@ -19,11 +19,10 @@ from checkout.selectors import order_payments
 from checkout.services.order_status import derive_order_status
 from checkout.services.orders import CheckoutError, order_as_paid_now
 from checkout.services.reservations import order_expire, reservation_over
-from core.task_queue import send_once
 from payments.attempts.rules import payment_attempt_store
 from payments.models import Payment, PaymentStatus
 from payments.provider.errors import PaymentAttemptBlocked, PaymentError, PaymentInProgress
-from payments.task_names import MARKER_TTL, REFRESH_TASK, marker
+from payments.task_names import REFRESH_TASK, send_for_payment
 from payments.words import decline_message, failure_message
 
 logger = logging.getLogger(__name__)
@@ -159,9 +158,7 @@ def order_check_payment(
         payment = attempts[-1] if attempts else None
     pending = payment is not None and payment.status == PaymentStatus.PENDING
     if refresh and pending and payment is not None and payment.provider_id:
-        key = marker(REFRESH_TASK, payment.pk)
-        what = f"{REFRESH_TASK} for payment {payment.pk}"
-        send_once(REFRESH_TASK, key, (payment.pk,), ttl=MARKER_TTL[REFRESH_TASK], what=what)
+        send_for_payment(REFRESH_TASK, payment.pk)
     return outcome_of(order, payment, attempts)
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from django.contrib import admin
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import URLPattern, path
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -133,7 +133,7 @@ class SubscriptionAdmin(BoundedListAdmin, StaffActionsAdmin):
                 lambda: Asked(params={"provider_id": provider_id}),
                 reference=provider_id,
             )
-            return HttpResponseRedirect(reverse("admin:payments_subscription_changelist"))
+            return self.back(None)
         return self.confirm_page(
             request,
             None,

@@ -16,7 +16,6 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 
-from core.task_queue import send_once_on_commit
 from payments.attempts.sealed import seal
 from payments.models import IN_FLIGHT, CaptureMethod, Payment, PaymentEventKind, PaymentStatus
 from payments.provider.errors import (
@@ -32,7 +31,7 @@ from payments.records import (
     notify_status_changed_on_commit,
     record_event,
 )
-from payments.task_names import MARKER_TTL, SEND_CREATE_TASK, marker
+from payments.task_names import SEND_CREATE_TASK, send_for_payment_on_commit
 from payments.words import CLOSED_NOT_CREATED
 
 logger = logging.getLogger(__name__)
@@ -85,9 +84,7 @@ def payment_attempt_store(
     )
     payment, opened = _attempt_open(attempt)
     if opened:
-        key, ttl = marker(SEND_CREATE_TASK, payment.pk), MARKER_TTL[SEND_CREATE_TASK]
-        what = f"{SEND_CREATE_TASK} for payment {payment.pk}"
-        send_once_on_commit(SEND_CREATE_TASK, key, (payment.pk,), ttl=ttl, what=what)
+        send_for_payment_on_commit(SEND_CREATE_TASK, payment.pk)
     return payment
 
 
