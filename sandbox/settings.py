@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from sandbox.env import env_int, env_list, env_str
 
@@ -30,6 +31,7 @@ MIDDLEWARE = [
     "sandbox.provider.middleware.RequestIdMiddleware",
     "sandbox.provider.middleware.BodySizeLimitMiddleware",
     "sandbox.provider.middleware.CorsMiddleware",
+    "sandbox.provider.middleware.RateLimitMiddleware",
     "sandbox.provider.middleware.FaultInjectionMiddleware",
 ]
 
@@ -97,6 +99,15 @@ SANDBOX_WEBHOOK_TIMEOUT = float(env_str("SANDBOX_WEBHOOK_TIMEOUT", "10"))
 SANDBOX_WEBHOOK_BACKOFF_BASE = float(env_str("SANDBOX_WEBHOOK_BACKOFF_BASE", "2"))
 SANDBOX_WEBHOOK_BACKOFF_MAX = float(env_str("SANDBOX_WEBHOOK_BACKOFF_MAX", "600"))
 SANDBOX_WEBHOOK_MAX_ATTEMPTS = env_int("SANDBOX_WEBHOOK_MAX_ATTEMPTS", 8)
+
+# Requests per second each API key may make to each endpoint family (0: no limit), until
+# /_sandbox/rate_limits says otherwise (sandbox/provider/rate_limits.py).
+try:
+    SANDBOX_RATE_LIMIT_PER_SECOND = float(env_str("SANDBOX_RATE_LIMIT_PER_SECOND").strip() or 0)
+except ValueError as exc:
+    raise ImproperlyConfigured("SANDBOX_RATE_LIMIT_PER_SECOND must be a number") from exc
+if not 0 <= SANDBOX_RATE_LIMIT_PER_SECOND < float("inf"):
+    raise ImproperlyConfigured("SANDBOX_RATE_LIMIT_PER_SECOND must be zero or more")
 
 LOGGING = {
     "version": 1,

@@ -24,6 +24,13 @@ from sandbox.provider.models import (
     WebhookDelivery,
 )
 from sandbox.provider.payments import payments_expire_due
+from sandbox.provider.rate_limits import (
+    RateLimitsSerializer,
+    rate_limits_json,
+    rate_limits_off,
+    rate_limits_restore,
+    rate_limits_set,
+)
 from sandbox.provider.representations import (
     payment_json,
     payment_method_json,
@@ -91,6 +98,7 @@ class ResetView(ProviderView):
             Subscription.objects.all().delete()
             SandboxState.objects.all().delete()
             sandbox_seed()
+        rate_limits_restore()
         return Response({"reset": True})
 
 
@@ -196,6 +204,24 @@ class QuirksView(ProviderView):
             state.quirks = {**state.quirks, **data}
             state.save(update_fields=["quirks"])
         return Response(state.quirks)
+
+
+class RateLimitsView(ProviderView):
+    """The sandbox's rate limit per API key and endpoint family (`rate_limits.py`)."""
+
+    def get(self, request: Request) -> Response:
+        return Response(rate_limits_json())
+
+    def post(self, request: Request) -> Response:
+        data = validated(RateLimitsSerializer, request.data)
+        rate_limits_set(
+            per_second=data["per_second"], burst=data["burst"], families=data["families"]
+        )
+        return Response(rate_limits_json())
+
+    def delete(self, request: Request) -> Response:
+        rate_limits_off()
+        return Response(rate_limits_json())
 
 
 class SandboxSubscriptionsView(ProviderView):

@@ -2,7 +2,8 @@
 
 Codes from the spec: CL1501, CL2200, CL2290, AI1300, CL2204, BR1301, BR1302, AI1899.
 Codes the spec leaves "not shown" (DESIGN.md sandbox contract): CL2201, CL2202, CL2203,
-CL2205, CL2206. The rest are this sandbox's own, for answers the spec does not cover.
+CL2205, CL2206. The rest are this sandbox's own, for answers the spec does not cover
+(CL1429: over the sandbox's rate limit, whose existence the spec leaves "not shown").
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from rest_framework.response import Response
 logger = logging.getLogger(__name__)
 
 UNAUTHORIZED = "CL1501"
+RATE_LIMITED = "CL1429"
 INVALID_REQUEST = "CL2100"
 BODY_TOO_LARGE = "CL2101"
 UNSUPPORTED_MEDIA_TYPE = "CL2102"

@@ -1,4 +1,5 @@
-"""Request id, body size limit, CORS for the browser-safe endpoints, and injected faults."""
+"""Request id, body size limit, CORS for the browser-safe endpoints, the rate limit, and
+injected faults."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from sandbox.provider.errors import (
     internal_error_code,
 )
 from sandbox.provider.models import Fault
+from sandbox.provider.rate_limits import rate_limit_refusal
 
 GetResponse = Callable[[HttpRequest], HttpResponse]
 # Paths that are not the provider API: never faulted, never CORS-enabled.
@@ -78,6 +80,17 @@ class CorsMiddleware:
             response["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
             response["Access-Control-Max-Age"] = "600"
         return response
+
+
+class RateLimitMiddleware:
+    """Over its key's limit, a request is refused before anything else looks at it
+    (`sandbox/provider/rate_limits.py`); CORS headers are still added to the refusal."""
+
+    def __init__(self, get_response: GetResponse) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return rate_limit_refusal(request) or self.get_response(request)
 
 
 def _take_fault(method: str, path: str) -> Fault | None:

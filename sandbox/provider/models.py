@@ -234,7 +234,8 @@ class Fault(models.Model):
 
 
 class SandboxState(models.Model):
-    """Singleton (pk=1): the sandbox clock's offset, webhook chaos and response quirks."""
+    """Singleton (pk=1): the sandbox clock's offset, webhook chaos, response quirks and the
+    rate limits set through `/_sandbox/rate_limits` (None: never set, the environment's)."""
 
     clock_offset_seconds = models.FloatField(default=0.0)
     chaos_mode = models.CharField(max_length=16, blank=True)
@@ -242,6 +243,7 @@ class SandboxState(models.Model):
     chaos_delay_ms = models.PositiveIntegerField(default=0)
     chaos_release_at = models.DateTimeField(null=True, blank=True)
     quirks = models.JSONField(default=dict)
+    rate_limits = models.JSONField(null=True, blank=True, default=None)
 
     @classmethod
     def load(cls) -> SandboxState:

@@ -27,6 +27,7 @@ urlpatterns = [
     path("_sandbox/webhooks", control_views.WebhooksView.as_view()),
     path("_sandbox/webhooks/chaos", control_views.ChaosView.as_view()),
     path("_sandbox/quirks", control_views.QuirksView.as_view()),
+    path("_sandbox/rate_limits", control_views.RateLimitsView.as_view()),
     path("_sandbox/subscriptions", control_views.SandboxSubscriptionsView.as_view()),
     path(
         "_sandbox/payment_methods/<str:method_id>", control_views.SandboxPaymentMethodView.as_view()
