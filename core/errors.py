@@ -10,3 +10,11 @@ class Refusal(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class TryLater(Exception):
+    """Not done, and not refused: the other side asked to be asked again later (a provider's
+    429). `retry_after`: the seconds it asked to wait (a task that raises it, or raises from it,
+    waits that long plus jitter before its next try: `core.task_queue.ShopTask`)."""
+
+    retry_after: float = 1.0

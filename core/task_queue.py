@@ -12,22 +12,29 @@ Queueing:
   marker expires (its task was lost), and meanwhile no second one is sent.
 
 Retries: each task names one of the policies below (`shop_task(..., retry=...)`), so how long a
-kind of work keeps trying is decided in one place.
+kind of work keeps trying is decided in one place. Whatever the policy, a task that fails because
+the other side said "slow down" (`core.errors.TryLater`, e.g. a provider's 429, anywhere in the
+exception's chain) tries again after the wait it was asked for plus jitter, not after the
+policy's backoff (`ShopTask.retry`); its tries still count against the policy's bound.
 """
 
 from __future__ import annotations
 
 import logging
+import random
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from celery import current_app, shared_task
+from celery import Task, current_app, shared_task
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+
+from core.errors import TryLater
 
 logger = logging.getLogger(__name__)
 
@@ -224,12 +231,55 @@ MAIL = RetryPolicy("mail", 30, 1800, 20)
 MAIL_ON_REQUEST = RetryPolicy("mail on request", 30, 600, 5)
 
 
+def asked_wait(exc: BaseException | None) -> float | None:
+    """The seconds to wait before trying again when `exc` (or what caused it) is a `TryLater`:
+    its `retry_after` plus up to as much again of jitter, so that the work held back together
+    does not come back together; None otherwise."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, TryLater):
+            return exc.retry_after + random.uniform(0, exc.retry_after)
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+class ShopTask(Task):
+    """The shop's tasks' base: a retry for a `TryLater` waits as asked (`asked_wait`)."""
+
+    def retry(  # type: ignore[override]
+        self,
+        args: Any = None,
+        kwargs: Any = None,
+        exc: BaseException | None = None,
+        throw: bool = True,
+        eta: Any = None,
+        countdown: float | None = None,
+        max_retries: int | None = None,
+        **options: Any,
+    ) -> Any:
+        wait = asked_wait(exc or sys.exc_info()[1])
+        if wait is not None:
+            countdown, eta = wait, None
+        return super().retry(args, kwargs, exc, throw, eta, countdown, max_retries, **options)
+
+
 def shop_task(
-    name: str, *, retry: RetryPolicy = NO_RETRY, acks_late: bool = True, **options: Any
+    name: str,
+    *,
+    retry: RetryPolicy = NO_RETRY,
+    acks_late: bool = True,
+    base: type[Task] = ShopTask,
+    **options: Any,
 ) -> Callable[[F], F]:
     """A Celery task of the shop's: its `name` pinned (the running release queues by it), its
     result ignored, acknowledged once done (`acks_late`) unless told otherwise, retried by
-    `retry`."""
+    `retry` (and as asked by a `TryLater`: `ShopTask`)."""
     return shared_task(  # type: ignore[no-any-return]
-        name=name, acks_late=acks_late, ignore_result=True, **retry.options(), **options
+        name=name,
+        acks_late=acks_late,
+        ignore_result=True,
+        base=base,
+        **retry.options(),
+        **options,
     )

@@ -23,7 +23,8 @@ CALL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0)
 PROVIDER_CALLS = Counter(
     "shop_provider_calls_total",
     "Calls to the payment provider, by endpoint (ids templated), method and outcome "
-    "(ok, client_error, server_error, no_answer); a call retried on the way counts once.",
+    "(ok, client_error, throttled, server_error, no_answer); a call retried on the way counts "
+    "once.",
     ["endpoint", "method", "outcome"],
 )
 PROVIDER_CALL_SECONDS = Histogram(
@@ -42,6 +43,16 @@ THREE_DS = Counter(
     "shop_payment_three_ds_total",
     "3-D Secure challenges: required (a payment went pending), passed, failed.",
     ["result"],
+)
+PROVIDER_WRITES_PACED = Counter(
+    "shop_provider_writes_paced_total",
+    "Writes to the provider that waited for the shop's own pace "
+    "(PAYMENTS_PROVIDER_WRITES_PER_SECOND): sent after the wait, or not sent (tried later).",
+    ["outcome"],
+)
+PROVIDER_WRITES_PACED_SECONDS = Counter(
+    "shop_provider_writes_paced_seconds_total",
+    "Seconds writes to the provider waited for the shop's own pace.",
 )
 RECONCILIATION_CORRECTIONS = Counter(
     "shop_reconciliation_corrections_total",
@@ -69,6 +80,8 @@ def provider_call_observed(method: str, path: str, status: int | None, seconds: 
     """Count one call to the provider: `status` None when no answer came."""
     if status is None:
         outcome = "no_answer"
+    elif status == 429:
+        outcome = "throttled"
     elif status >= 500:
         outcome = "server_error"
     elif status >= 400:
@@ -78,6 +91,12 @@ def provider_call_observed(method: str, path: str, status: int | None, seconds: 
     endpoint = provider_endpoint(path)
     PROVIDER_CALLS.labels(endpoint, method, outcome).inc()
     PROVIDER_CALL_SECONDS.labels(endpoint, method).observe(seconds)
+
+
+def provider_write_paced(seconds: float, *, sent: bool = True) -> None:
+    """Count a write that waited `seconds` for the shop's pace (`sent` False: not sent)."""
+    PROVIDER_WRITES_PACED.labels("sent" if sent else "later").inc()
+    PROVIDER_WRITES_PACED_SECONDS.inc(seconds)
 
 
 def payment_transition_counted(*, old: str, new: str, code: str) -> None:

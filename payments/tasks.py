@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery import Task
-
-from core.task_queue import PROVIDER_UNCONFIRMED, is_marked, mark, shop_task, unmark
+from core.task_queue import PROVIDER_UNCONFIRMED, ShopTask, is_marked, mark, shop_task, unmark
 from payments.attempts.calls import payment_send_create
 from payments.catalogue.calls import payment_methods_refresh, provider_check
 from payments.models import Payment
@@ -70,7 +68,7 @@ def provider_check_task() -> bool:
     return provider_check()
 
 
-class _SendCreate(Task):
+class _SendCreate(ShopTask):
     """The create task's marker (payments.queue) lasts while the task waits for its next try,
     and goes once the attempt is settled, or given up on after the last retry (then the sweep
     queues it again)."""

@@ -24,7 +24,9 @@ from payments.provider.errors import (
     PaymentRefused,
     ProviderApiError,
     ProviderDown,
+    ProviderThrottled,
     ProviderUnavailable,
+    Throttled,
 )
 from payments.statuses import DETAILS, UNKNOWN_STATUS
 
@@ -85,6 +87,9 @@ def decline_message(code: str) -> str:
 # Kept in the ledger and in notifications' errors as well as shown: plain text.
 UNREACHABLE = "The payment service is not reachable right now."
 UNCONFIRMED = "The payment service did not confirm it; check the payment before trying again."
+THROTTLED = gettext_lazy(
+    "The payment service asked the shop to slow down; it is asked again in a moment."
+)
 
 
 @contextmanager
@@ -95,6 +100,8 @@ def provider_errors(*, not_found: str = "", unreachable: str = "") -> Iterator[N
     for a 404 when given)."""
     try:
         yield
+    except Throttled as exc:
+        raise ProviderThrottled(str(THROTTLED), retry_after=exc.retry_after) from exc
     except OutcomeUnknown as exc:
         raise ProviderDown(UNCONFIRMED) from exc
     except ProviderUnavailable as exc:

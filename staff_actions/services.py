@@ -8,7 +8,9 @@ on one object or one payment, exactly one is recorded: a unique constraint on th
 
 Run: a run starts only if the action is queued, or running with its lease expired (its worker
 died): a task delivered twice, or queued again by the sweep while the first one runs, does the
-work once, and a run after a lost one asks the provider the same thing again.
+work once, and a run after a lost one asks the provider the same thing again. A run the
+provider asked to slow down (a `TryLater`) did nothing: the action goes back to the queue and
+runs again after the wait asked for, with the same key, up to THROTTLED_RUNS runs.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from django.db.models import F, Model, Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from core.errors import Refusal
-from core.task_queue import queue_on_commit, send_now
+from core.errors import Refusal, TryLater
+from core.task_queue import asked_wait, queue_on_commit, send_now
 from staff_actions.kinds import Outcome, kind_named
 from staff_actions.models import OPEN_ACTION_STATES, StaffAction, StaffActionState
 
@@ -44,6 +46,8 @@ LEASE = timedelta(minutes=5)
 REQUEUE_AFTER = timedelta(minutes=1)
 # Runs after which an action that never finished is given up (said to staff as not done).
 MAX_RUNS = 5
+# Runs after which an action the provider kept asking to slow down is said as not done.
+THROTTLED_RUNS = 20
 
 
 class ActionBusy(Refusal):
@@ -143,10 +147,31 @@ def staff_action_run(*, action_id: int) -> str:
     with translation.override(action.language):
         try:
             outcome = kind_named(action.kind).run(action)
+        except TryLater as exc:
+            if _run_later(action, exc):
+                return StaffActionState.QUEUED
+            outcome = Outcome(message=_gave_up(action), ok=False)
         except Refusal as exc:
             outcome = Outcome(message=exc.message, ok=False)
         _finish(action, outcome)
     return action.state
+
+
+def _run_later(action: StaffAction, asked: TryLater) -> bool:
+    """Queue the action again, to run after the wait the provider asked for (False: it has run
+    THROTTLED_RUNS times already). A broker that is away leaves it to the sweep."""
+    if action.runs >= THROTTLED_RUNS:
+        return False
+    StaffAction.objects.filter(pk=action.pk).update(
+        state=StaffActionState.QUEUED, queued_at=timezone.now()
+    )
+    wait = asked_wait(asked) or 1.0
+    logger.info("staff action %s throttled by the provider: runs again in %.1f s", action.pk, wait)
+    try:
+        send_now(RUN_TASK, (action.pk,), countdown=wait, queue=_queue(action))
+    except Exception as exc:
+        logger.warning("staff action %s not queued again (the sweep will): %s", action.pk, exc)
+    return True
 
 
 def _finish(action: StaffAction, outcome: Outcome) -> None:

@@ -35,6 +35,7 @@ from checkout.services.mail import queue_order_mails
 from checkout.services.stock import order_restock_unshipped, record, restock
 from checkout.templatetags.shop import mxn
 from checkout.words import shipment_message
+from core.errors import TryLater
 from payments.actions.calls import payment_cancel, payment_capture, payment_refund
 from payments.models import Payment, Refund
 from payments.provider.errors import PaymentError
@@ -45,9 +46,12 @@ Actor = Any  # the staff user, kept in the ledgers
 
 @contextmanager
 def _provider_refusals() -> Iterator[None]:
-    """A refusal of the payments app (its message is readable) refuses the order's action."""
+    """A refusal of the payments app (its message is readable) refuses the order's action; a
+    provider asking to slow down does not (the action runs again: staff_actions.services)."""
     try:
         yield
+    except TryLater:
+        raise
     except PaymentError as exc:
         raise OrderActionRefused(exc.message) from exc
 

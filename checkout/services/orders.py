@@ -10,6 +10,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -59,28 +60,21 @@ def reservation_deadline() -> datetime:
 
 
 def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: str) -> Order:
-    """Freeze the cart into an order: prices at order time, stock reserved, in one transaction."""
+    """Freeze the cart into an order: prices at order time, stock reserved, in one transaction.
+
+    On a rush for the last units, a cart the stock no longer covers is refused from a plain read,
+    without a lock or a transaction. Otherwise the order, its items and its mails are written
+    first, and the stock is taken last, by one conditional UPDATE a product (`stock >= wanted`,
+    in the products' order): each product's row is locked only from its UPDATE to the commit
+    that follows at once, never while anything else runs. An UPDATE that finds the stock gone
+    meanwhile rolls the whole order back."""
     lines = cart.lines()
     if not lines:
         raise CheckoutError(_("Your cart is empty."))
+    wanted = {line.product.pk: line.quantity for line in lines}
+    products = {line.product.pk: line.product for line in lines}  # as the cart just read them
+    _check_stock(products, wanted)
     with transaction.atomic():
-        products = Product.objects.select_for_update().in_bulk([line.product.pk for line in lines])
-        problems = []
-        for line in lines:
-            product = products[line.product.pk]
-            if not product.active:
-                problems.append(_("%(name)s is no longer sold.") % {"name": product.display_name})
-            elif product.stock < line.quantity:
-                problems.append(
-                    ngettext(
-                        "Only %(count)s of %(name)s left.",
-                        "Only %(count)s of %(name)s left.",
-                        product.stock,
-                    )
-                    % {"count": product.stock, "name": product.display_name}
-                )
-        if problems:
-            raise CheckoutError(" ".join(problems))
         order = Order.objects.create(
             total=sum(
                 (products[line.product.pk].price * line.quantity for line in lines), Decimal("0.00")
@@ -89,20 +83,49 @@ def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: st
             reserved_until=reservation_deadline(),
             **customer,
         )
-        for line in lines:
-            product = products[line.product.pk]
-            OrderItem.objects.create(
+        OrderItem.objects.bulk_create(
+            OrderItem(
                 order=order,
-                product=product,
-                name=product.name,
-                name_en=product.name_en,
-                unit_price=product.price,
-                quantity=line.quantity,
+                product=products[pk],
+                name=products[pk].name,
+                name_en=products[pk].name_en,
+                unit_price=products[pk].price,
+                quantity=quantity,
             )
-            product.stock -= line.quantity
-            product.save(update_fields=["stock"])
+            for pk, quantity in wanted.items()
+        )
         queue_order_mails(order)
+        for pk in sorted(wanted):
+            taken = Product.objects.filter(pk=pk, active=True, stock__gte=wanted[pk]).update(
+                stock=F("stock") - wanted[pk]
+            )
+            if not taken:  # sold meanwhile: the order is rolled back, the stock said as it is
+                _check_stock(Product.objects.in_bulk(list(wanted)), wanted)
+                name = products[pk].display_name
+                raise CheckoutError(_("%(name)s is sold out.") % {"name": name})
     return order
+
+
+def _check_stock(products: dict[int, Product], wanted: dict[int, int]) -> None:
+    """Refuse a cart the products (as read) no longer cover, saying what is left."""
+    problems = []
+    for pk, quantity in wanted.items():
+        product = products[pk]
+        if not product.active:
+            problems.append(_("%(name)s is no longer sold.") % {"name": product.display_name})
+        elif product.stock <= 0:
+            problems.append(_("%(name)s is sold out.") % {"name": product.display_name})
+        elif product.stock < quantity:
+            problems.append(
+                ngettext(
+                    "Only %(count)s of %(name)s left.",
+                    "Only %(count)s of %(name)s left.",
+                    product.stock,
+                )
+                % {"count": product.stock, "name": product.display_name}
+            )
+    if problems:
+        raise CheckoutError(" ".join(problems))
 
 
 def order_sync_status(*, order_id: int) -> Order | None:

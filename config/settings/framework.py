@@ -62,6 +62,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_ratelimit.middleware.RatelimitMiddleware",
+    # The storefront's door on a sale day: shoppers past its capacity wait their turn.
+    "checkout.middleware.AdmissionMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -124,6 +124,13 @@ PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 60)
 # well under the rate limits card providers publish; README.md says up to which volume it keeps
 # the schedule.
 PAYMENTS_PROVIDER_READS_PER_MINUTE = env_int("PAYMENTS_PROVIDER_READS_PER_MINUTE", 600)
+# Beside the read budget, the writes' pace (payments/provider/pace.py): at most this many
+# creates, captures, cancellations and refunds a second, counted by every worker process
+# together in Redis, so that a sale day stays under the provider's own rate limit (set it below
+# the provider's). 0: unpaced. A provider's 429 is still handled: the request is sent again.
+PAYMENTS_PROVIDER_WRITES_PER_SECOND = env_int("PAYMENTS_PROVIDER_WRITES_PER_SECOND", 20)
+if PAYMENTS_PROVIDER_WRITES_PER_SECOND < 0:
+    raise ImproperlyConfigured("PAYMENTS_PROVIDER_WRITES_PER_SECOND must be 0 or more")
 # The payments a check task reads one after the other: the reconciliation hands out the due
 # ones in tasks of this many, which the provider-reads workers run side by side.
 PAYMENTS_CHECKS_PER_TASK = env_int("PAYMENTS_CHECKS_PER_TASK", 25)

@@ -38,7 +38,9 @@ from payments.provider.errors import (
     PaymentRefused,
     ProviderApiError,
     ProviderDown,
+    ProviderThrottled,
     ProviderUnavailable,
+    Throttled,
 )
 from payments.provider.types import ProviderPayment
 from payments.records import Actor, acting_user, record_event
@@ -78,6 +80,18 @@ NOT_CONFIRMED = {
     "refund": gettext_lazy(
         "The payment service did not confirm the refund. The payment was refreshed; check its "
         "status before trying again."
+    ),
+}
+THROTTLED_ACTION = {
+    "capture": gettext_lazy(
+        "The payment service asked the shop to slow down; the capture is sent again in a moment."
+    ),
+    "cancellation": gettext_lazy(
+        "The payment service asked the shop to slow down; the cancellation is sent again in a "
+        "moment."
+    ),
+    "refund": gettext_lazy(
+        "The payment service asked the shop to slow down; the refund is sent again in a moment."
     ),
 }
 NOT_SENT = {
@@ -148,6 +162,12 @@ def _claimed_call(
         claim_payment(payment, intent, status)
     try:
         return call()
+    except Throttled as exc:
+        # Not done, not refused: the action runs again after the wait asked for, with its key
+        # (staff_actions.services); the claim taken when it was asked stays meanwhile.
+        if not claimed:
+            release_claim(payment)
+        raise ProviderThrottled(str(THROTTLED_ACTION[action]), retry_after=exc.retry_after) from exc
     except ProviderApiError as exc:
         raise _action_failed(payment, exc, actor=actor, action=action) from exc
 

@@ -7,12 +7,14 @@ the create task. An answer settles the attempt (the payment it made, or a refusa
 was created by this key) and erases the request. A create that timed out, or was answered with
 a server failure, may have charged the shopper: the attempt stays `unknown` with its request
 kept, and the task sends the very same request again with the same `Idempotency-Key` until the
-provider answers.
+provider answers. A 429 changes nothing: the same request is sent again after the wait the
+provider asked for.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from payments.attempts.rules import mark_attempt
 from payments.attempts.sealed import unseal
@@ -24,7 +26,9 @@ from payments.provider.errors import (
     PaymentOutcomeUnknown,
     ProviderApiError,
     ProviderUnavailable,
+    Throttled,
 )
+from payments.provider.types import ProviderPayment
 from payments.snapshots import apply_in_transaction
 from payments.words import NOT_REACHED
 
@@ -42,13 +46,33 @@ def payment_send_create(*, payment: Payment) -> Payment:
         _forget_request(payment)
         return payment
     first = payment.status == PaymentStatus.CREATING
+    remote = _answer(payment, body, first=first)
+    if remote is None:
+        return payment
+    settled = apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
+    _forget_request(settled)
+    if not first:
+        logger.warning("payment %s confirmed at the provider as %s", payment.pk, remote.id)
+    return settled
+
+
+def _answer(payment: Payment, body: dict[str, Any], *, first: bool) -> ProviderPayment | None:
+    """The provider's payment for the create, or None once the attempt is settled without one
+    (refused, never reached); raises `PaymentOutcomeUnknown` while there is no answer yet."""
     try:
-        remote = get_client().create_payment(body=body, idempotency_key=payment.idempotency_key)
+        return get_client().create_payment(body=body, idempotency_key=payment.idempotency_key)
+    except Throttled as exc:
+        # "Slow down": not processed. The same request, with its key, goes again after the
+        # wait asked for (the task's retry); the shopper's page keeps saying "processing".
+        logger.info(
+            "payment %s: create throttled, sent again in %.0f s", payment.pk, exc.retry_after
+        )
+        raise PaymentOutcomeUnknown("The provider has not confirmed the payment yet.") from exc
     except InvalidRequest as exc:
         # A refusal of this very request (a bad or expired card token, an amount the method
         # does not take): nothing was created with this key, nor will be.
         _settle_failed(payment, exc)
-        return payment
+        return None
     except OutcomeUnknown as exc:
         # Sent, unanswered: from now on, the payment may exist. Unless a notification named
         # it meanwhile: then its status, from the provider, is the answer.
@@ -56,27 +80,22 @@ def payment_send_create(*, payment: Payment) -> Payment:
             payment, PaymentStatus.UNKNOWN, PaymentEventKind.OUTCOME_UNKNOWN, exc, request=body
         ):
             _forget_request(payment)
-            return payment
+            return None
         logger.info("payment %s: create unconfirmed (%s)", payment.pk, exc)
         raise PaymentOutcomeUnknown("The provider has not confirmed the payment yet.") from exc
     except ProviderUnavailable as exc:
         if first:  # never reached the provider: nothing was charged
             _settle_failed(payment, exc, code=NOT_REACHED)
-            return payment
+            return None
         logger.info("payment %s: create still unconfirmed (%s)", payment.pk, exc)
         raise PaymentOutcomeUnknown("The provider has not confirmed the payment yet.") from exc
     except ProviderApiError as exc:
         if first:  # refused outright (e.g. our credentials): nothing was created
             _settle_failed(payment, exc)
-            return payment
+            return None
         # Not this request's answer (e.g. the key is in use): ask again later.
         logger.info("payment %s: create unconfirmed (%s)", payment.pk, exc)
         raise PaymentOutcomeUnknown("The provider has not confirmed the payment yet.") from exc
-    settled = apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
-    _forget_request(settled)
-    if not first:
-        logger.warning("payment %s confirmed at the provider as %s", payment.pk, remote.id)
-    return settled
 
 
 def _settle_failed(payment: Payment, error: ProviderApiError, *, code: str = "") -> None:

@@ -6,6 +6,12 @@ errors, timeouts and 5xx: POST/PATCH/PUT always carry an `Idempotency-Key`, so a
 again with that same key (the provider answers what it did the first time, or does it now). A
 write whose answer never came, or came as a server failure, raises `OutcomeUnknown`: a 500 is not
 proof that nothing was done.
+
+A 429 (the provider limiting the shop's rate) is not retried here, holding a worker's thread:
+it raises `Throttled` with the provider's `Retry-After`, and the task sends the same request
+again after that wait plus jitter (`core.task_queue.ShopTask`). Writes keep under
+PAYMENTS_PROVIDER_WRITES_PER_SECOND, shared by every process (`payments.provider.pace`), so a
+sale day does not earn the 429s in the first place.
 """
 
 from __future__ import annotations
@@ -39,8 +45,10 @@ from payments.provider.errors import (
     OutcomeUnknown,
     ProviderApiError,
     ProviderUnavailable,
+    Throttled,
     Unauthorized,
 )
+from payments.provider.pace import write_slot_wait
 from payments.provider.types import (
     CardToken,
     PaymentMethodEntry,
@@ -56,7 +64,11 @@ WRITES = frozenset({"POST", "PATCH", "PUT"})
 
 class ProviderRetry(Retry):
     """A provider's Retry-After never stretches a wait beyond `backoff_max`, and when retries
-    run out the error keeps every attempt, so a write is called "never sent" only if none was."""
+    run out the error keeps every attempt, so a write is called "never sent" only if none was.
+    A 429 is not retried in the thread: `Throttled` goes up to the task, which waits (module
+    docstring)."""
+
+    RETRY_AFTER_STATUS_CODES = frozenset({503})
 
     def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
         wait = super().get_retry_after(response)
@@ -236,6 +248,8 @@ class PaymentsClient:
     ) -> Any:
         headers = self._headers(method, idempotency_key, public)
         data = None if body is None else simplejson.dumps(body, use_decimal=True)
+        if method in WRITES and not public:
+            write_slot_wait()
         started = time.monotonic()
         try:
             response = self.session.request(
@@ -346,6 +360,8 @@ def _error_for(method: str, response: requests.Response, request_id: str) -> Pro
         # read says. A read changes nothing: its failure is an outage to wait out.
         kind: type[ProviderApiError] = OutcomeUnknown if method in WRITES else ProviderUnavailable
         return kind(message, **kwargs)
+    if status == 429:  # not processed: the same request, sent again later, will be
+        return Throttled(message, retry_after=_retry_after(response), **kwargs)
     if status == 401:
         return Unauthorized(message, **kwargs)
     if status == 404:
@@ -355,6 +371,20 @@ def _error_for(method: str, response: requests.Response, request_id: str) -> Pro
             return OutcomeUnknown(message, **kwargs)
         return Conflict(message, **kwargs)
     return InvalidRequest(message, **kwargs)
+
+
+THROTTLED_WAIT_MAX = 60.0  # seconds: a longer Retry-After is waited in several tries
+
+
+def _retry_after(response: requests.Response) -> float:
+    """The seconds a 429 asks to wait (its `Retry-After`, in seconds or as a date), between 1
+    and THROTTLED_WAIT_MAX; 1 when it says nothing usable."""
+    value = response.headers.get("Retry-After", "")
+    try:
+        wait = ProviderRetry().parse_retry_after(value) if value else 1.0
+    except Exception:  # urllib3's InvalidHeader
+        wait = 1.0
+    return min(max(wait, 1.0), THROTTLED_WAIT_MAX)
 
 
 @lru_cache(maxsize=4)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext_noop
 
-from core.errors import Refusal
+from core.errors import Refusal, TryLater
 from core.sentences import Sentence
 
 # What the client says when the provider gave no usable answer: the shop's own words, kept in
@@ -61,6 +61,16 @@ class ProviderUnavailable(ProviderApiError):
     """No usable answer: connection error, timeout, or a server failure (5xx) answering a read."""
 
 
+class Throttled(ProviderUnavailable, TryLater):
+    """429: the provider is limiting the shop's rate and did not process the request. Send the
+    very same request again (a write with its idempotency key) after `retry_after` seconds;
+    never report it as failed."""
+
+    def __init__(self, message: str, *, retry_after: float = 1.0, **kwargs: object) -> None:
+        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+        self.retry_after = retry_after
+
+
 class OutcomeUnknown(ProviderUnavailable):
     """A create, capture, cancel or refund was sent but no answer came, or a server failure
     (5xx) did: it may or may not have happened. Send it again with its key, or read; never
@@ -97,3 +107,12 @@ class PaymentRefused(PaymentError):
 
 class ProviderDown(PaymentError):
     """The provider could not be reached; nothing changed."""
+
+
+class ProviderThrottled(ProviderDown, TryLater):
+    """The provider asked the shop to slow down (429): nothing changed, and the same request
+    is sent again after `retry_after` seconds (a task's retry, a staff action queued again)."""
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -1,0 +1,61 @@
+"""The sale day's admission at the storefront's door (checkout.admission): the shopping pages
+let a browser in by its turn, or answer the waiting page. Pages of an order already placed
+(paying, its status, the order itself), the admin, the API, webhooks and health checks are
+never held back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.cache import add_never_cache_headers
+
+from checkout.admission import COOKIE, turn_for
+
+# The pages of shopping, before an order exists (checkout.urls names).
+HELD_BACK = frozenset({"home", "product", "cart", "cart_add", "cart_update", "cart_remove",
+                       "checkout"})  # fmt: skip
+
+
+class AdmissionMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        token = getattr(request, "shop_turn", None)
+        if token and request.COOKIES.get(COOKIE) != token:
+            response.set_cookie(
+                COOKIE, token, max_age=86400, secure=request.is_secure(), httponly=True,
+                samesite="Lax",
+            )  # fmt: skip
+        return response
+
+    def process_view(
+        self, request: HttpRequest, view: Any, args: Any, kwargs: Any
+    ) -> HttpResponse | None:
+        match = request.resolver_match
+        if match is None or match.namespace != "checkout" or match.url_name not in HELD_BACK:
+            return None
+        turn = turn_for(request.COOKIES.get(COOKIE))
+        request.shop_turn = turn.token  # type: ignore[attr-defined]
+        if turn.position is None:
+            return None
+        return waiting_page(request, turn.position)
+
+
+def waiting_page(request: HttpRequest, position: int) -> HttpResponse:
+    """The queue's page: where the shopper stands, asked again by itself every few seconds."""
+    every = settings.SHOP_ADMISSION_REFRESH_SECONDS
+    response = render(
+        request,
+        "checkout/waiting.html",
+        {"shop_name": settings.SHOP_NAME, "position": position, "refresh_seconds": every},
+    )
+    response["Refresh"] = str(every)
+    response["X-Shop-Queue-Position"] = str(position)
+    add_never_cache_headers(response)
+    return response
