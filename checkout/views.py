@@ -23,7 +23,11 @@ from checkout.ownership import linked_order, own_order, remember_order
 from checkout.selectors import order_payments
 from checkout.services import CheckoutError, order_as_paid_now, order_create_from_cart
 from checkout.services.payment_page import order_pending_challenge
-from checkout.services.reservations import late_payment, order_expire_if_over, reservations_expire
+from checkout.services.reservations import (
+    late_payment,
+    order_expire_if_over,
+    reservations_expire_for_pages,
+)
 from checkout.task_names import ORDERS_LIST_MAIL_TASK
 from core.security import sdk_url
 from core.task_queue import send_now
@@ -41,21 +45,21 @@ PAGE_EXPIRY_LIMIT = 20
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
+    reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
     products = Product.objects.filter(active=True)
     return render(request, "checkout/home.html", _context(request, products=products))
 
 
 @require_GET
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
+    reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
     product = get_object_or_404(Product, slug=slug, active=True)
     return render(request, "checkout/product.html", _context(request, product=product))
 
 
 @require_GET
 def cart_view(request: HttpRequest) -> HttpResponse:
-    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
+    reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
     cart = Cart(request.session)
     return render(
         request,
@@ -66,7 +70,7 @@ def cart_view(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def cart_add(request: HttpRequest, slug: str) -> HttpResponse:
-    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
+    reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
     product = get_object_or_404(Product, slug=slug)
     form = QuantityForm(request.POST)
     if not form.is_valid():
@@ -86,7 +90,7 @@ def cart_add(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 def cart_update(request: HttpRequest, slug: str) -> HttpResponse:
-    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
+    reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
     product = get_object_or_404(Product, slug=slug)
     form = QuantityForm(request.POST)
     if not form.is_valid():
@@ -118,7 +122,7 @@ def checkout(request: HttpRequest) -> HttpResponse:
         context = _context(request, form=form, lines=cart.lines(), total=cart.total())
         return render(request, "checkout/checkout.html", context, status=429)
     if request.method == "POST" and form.is_valid():
-        reservations_expire(limit=PAGE_EXPIRY_LIMIT)
+        reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
         try:
             order = order_create_from_cart(
                 cart=cart, customer=form.cleaned_data, language=get_language() or "es"

@@ -20,6 +20,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from checkout import metrics as checkout_metrics
+from checkout.admission import admission_figures, admission_on
 from monitoring import heartbeats
 from payments import metrics as payments_metrics
 from webhooks import metrics as webhooks_metrics
@@ -123,6 +124,7 @@ class ShopStateCollector(Collector):
         yield from self._db_gauges(use_cache=not (redis_down and _cache_is_redis()))
         if not (redis_down and _cache_is_redis()):
             yield from self._heartbeats()
+            yield from self._admission()
 
     def _db_gauges(self, *, use_cache: bool) -> Iterator[GaugeMetricFamily]:
         values = db_gauge_values(use_cache=use_cache)
@@ -162,6 +164,24 @@ class ShopStateCollector(Collector):
         )
         beat.add_metric([], seen.beat)
         yield beat
+
+    def _admission(self) -> Iterator[GaugeMetricFamily]:
+        if not admission_on():
+            return
+        try:
+            inside, waiting = admission_figures()
+        except Exception as exc:  # the cache's server is down
+            logger.warning("metrics: admission not read: %s", type(exc).__name__)
+            return
+        family = GaugeMetricFamily(
+            "shop_admission_shoppers",
+            "The sale day's admission (SHOP_ADMISSION_LIMIT): shoppers let in (`in`) and shoppers "
+            "waiting their turn (`waiting`).",
+            labels=["state"],
+        )
+        family.add_metric(["in"], float(inside))
+        family.add_metric(["waiting"], float(waiting))
+        yield family
 
 
 def _cache_is_redis() -> bool:

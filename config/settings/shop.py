@@ -82,7 +82,7 @@ SHOP_NAME = env_str("SHOP_NAME", "Tienda Tlali")
 # a page that lets them in by itself. Past the shop's capacity this keeps the shoppers let in
 # at its pace instead of everyone slowing down (bench/sale_day.py measures the knee on two
 # cores). 0: no limit. Needs Redis (the demo's embedded broker: no limit).
-SHOP_ADMISSION_LIMIT = env_int("SHOP_ADMISSION_LIMIT", 48)
+SHOP_ADMISSION_LIMIT = env_int("SHOP_ADMISSION_LIMIT", 12)
 # An admitted shopper silent this long gives its place up; a waiting page asks every so often.
 SHOP_ADMISSION_IDLE_SECONDS = env_int("SHOP_ADMISSION_IDLE_SECONDS", 120)
 SHOP_ADMISSION_REFRESH_SECONDS = env_int("SHOP_ADMISSION_REFRESH_SECONDS", 3)

@@ -133,3 +133,14 @@ def test_admin_and_health_are_never_held_back(admin_user: Any, taza: Product) ->
     staff.force_login(admin_user)
     assert position(staff.get("/admin/")) is None
     assert position(shopper().get("/healthz")) is None
+
+
+@pytest.mark.usefixtures("limit_two")
+def test_metrics_say_how_many_are_in_and_waiting(settings: Any, taza: Product) -> None:
+    from monitoring.gauges import ShopStateCollector
+
+    for _ in range(5):
+        shopper().get(reverse("checkout:home"))
+    families = {f.name: f for f in ShopStateCollector().collect()}
+    samples = {s.labels["state"]: s.value for s in families["shop_admission_shoppers"].samples}
+    assert samples == {"in": 2.0, "waiting": 3.0}
