@@ -2,7 +2,12 @@
 ADMIN_LIST_COUNT_LIMIT rows ("more than 1000 orders"), date ranges instead of the date
 hierarchy (whose SELECT DISTINCT reads the whole table), sorts that end on the primary key in
 the same direction as the column (so that an index on `(column, id)` serves them), and searches
-routed by the term's shape to exact, indexed lookups instead of `LIKE '%…%'` over every column.
+routed by the term's shape to exact, indexed lookups instead of `LIKE '%…%'` over every column,
+and dates asked by the list's address (the old date hierarchy's `created_at__year=2026&
+created_at__month=3&created_at__day=14`, `created_at__date=2026-03-14`) turned into ranges of the
+column, which its index serves, where Django reads `EXTRACT(…)` of every row; a date no range
+can say (`created_at__week_day=2`) or no date at all (`created_at__month=13`) is refused with a
+message, and the list shows every date.
 
 Each admin keeps its own lookups (`search`); this module only reads the term's shape."""
 
@@ -10,19 +15,22 @@ from __future__ import annotations
 
 import datetime
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from math import ceil
 from typing import Any
 
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ChangeList
 from django.core.paginator import Paginator
-from django.db.models import OrderBy, QuerySet
+from django.db import models
+from django.db.models import OrderBy, Q, QuerySet
+from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.dateparse import parse_date
 from django.utils.functional import cached_property
 from django.utils.html import format_html
 from django.utils.translation import gettext
@@ -124,6 +132,142 @@ def _ascending(field: Any) -> bool:
     return isinstance(field, str) and not field.startswith("-")
 
 
+# --- Dates asked by the list's address -----------------------------------------------------------
+
+# The parts of a date that the date hierarchy writes in the address, each under the one before.
+DATE_PARTS = ("year", "month", "day")
+# Comparisons of the column itself, which its index serves: left to Django.
+COLUMN_LOOKUPS = frozenset({"exact", "gt", "gte", "lt", "lte", "range", "in", "isnull"})
+# Comparisons of a whole year or day (`created_at__date__lt=2026-03-14`): a bound of the column.
+PERIOD_COMPARISONS = frozenset({"exact", "gt", "gte", "lt", "lte"})
+NOT_A_DATE = _("“%(asked)s” is not a date: the list shows every date.")
+NOT_A_RANGE = _(
+    "The list does not filter by “%(asked)s”, which would read every row: choose a year, a "
+    "year and a month, a day or a date range. The list shows every date."
+)
+
+
+class DateRefused(Exception):
+    """Dates of the address that the list does not filter by; `message` says why."""
+
+    def __init__(self, message: Any) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _number(value: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,4}", value):
+        raise DateRefused(NOT_A_DATE)
+    return int(value)
+
+
+def _period(parts: dict[str, str]) -> tuple[datetime.date, datetime.date]:
+    """The year, month or day that the date hierarchy's parts name: its first day, and the
+    first day after it."""
+    year, month, day = (_number(parts[part]) if part in parts else 1 for part in DATE_PARTS)
+    try:
+        start = datetime.date(year, month, day)
+        if "day" in parts:
+            return start, start + datetime.timedelta(days=1)
+        if "month" in parts:
+            return start, datetime.date(year + month // 12, month % 12 + 1, 1)
+        return start, datetime.date(year + 1, 1, 1)
+    except (ValueError, OverflowError):  # 31 February; past 9999
+        raise DateRefused(NOT_A_DATE) from None
+
+
+def _day(value: str) -> tuple[datetime.date, datetime.date]:
+    """The day written `2026-03-14` (as Django reads a date), and the day after it."""
+    try:
+        day = parse_date(value)
+        if day is not None:
+            return day, day + datetime.timedelta(days=1)
+    except (ValueError, OverflowError):
+        pass
+    raise DateRefused(NOT_A_DATE)
+
+
+@dataclass
+class DatesAsked:
+    """What the address asks of one date column: the date hierarchy's parts (`year`, `month`,
+    `day`), comparisons of a whole year or day (`year__gte`, `date`, `date__lt`), and lookups
+    that no range of the column says (`month` alone, `week_day`, `hour`, `month__gt`…)."""
+
+    column: models.DateField
+    keys: dict[str, str] = field(default_factory=dict)  # as written in the address
+    parts: dict[str, str] = field(default_factory=dict)
+    periods: list[tuple[str, str, str]] = field(default_factory=list)  # (year|date, lookup, value)
+    unranged: bool = False
+
+    def add(self, lookups: list[str], key: str, value: str) -> None:
+        self.keys[key] = value
+        head, rest = lookups[0], lookups[1:]
+        if head in DATE_PARTS and rest in ([], ["exact"]):
+            self.parts[head] = value
+        elif head in ("year", "date") and len(rest) <= 1 and set(rest) <= PERIOD_COMPARISONS:
+            self.periods.append((head, rest[0] if rest else "exact", value))
+        else:
+            self.unranged = True
+
+    @property
+    def address(self) -> str:
+        return "&".join(f"{key}={value}" for key, value in self.keys.items())
+
+    def ranges(self) -> Q:
+        """The rows asked for, as ranges of the column (its index serves them), in the current
+        time zone (the shop's, settings.TIME_ZONE), as Django's EXTRACT reads it; DateRefused
+        when the address asks what no range says, or a date that is none."""
+        if self.unranged or set(self.parts) != set(DATE_PARTS[: len(self.parts)]):
+            raise DateRefused(NOT_A_RANGE)  # a lookup no range says; a day of every month
+        ranges = self.between(*_period(self.parts), "exact") if self.parts else Q()
+        for unit, lookup, value in self.periods:
+            period = _period({"year": value}) if unit == "year" else _day(value)
+            ranges &= self.between(*period, lookup)
+        return ranges
+
+    def between(self, start: datetime.date, end: datetime.date, lookup: str) -> Q:
+        """The rows of the period [start, end) (`exact`), or after or before it."""
+        since, until = {
+            "exact": (start, end),
+            "gte": (start, None),
+            "gt": (end, None),
+            "lt": (None, start),
+            "lte": (None, end),
+        }[lookup]
+        name = self.column.name
+        bounds = [(f"{name}__gte", since), (f"{name}__lt", until)]
+        return Q(*((key, self.bound(day)) for key, day in bounds if day is not None))
+
+    def bound(self, day: datetime.date) -> datetime.date:
+        """The column's value at the start of `day`: its first instant in the current time
+        zone (on a day whose midnight a clock change skips, the instant of the change)."""
+        if not isinstance(self.column, models.DateTimeField):
+            return day
+        midnight = datetime.datetime.combine(day, datetime.time())
+        return timezone.make_aware(midnight) if settings.USE_TZ else midnight
+
+
+def dates_asked(model: type[models.Model], lookups: dict[str, Any]) -> list[DatesAsked]:
+    """The dates that `lookups` (the address's, as the list's filters left them) ask of the
+    model's date columns beyond comparing the column itself; taken out of `lookups`."""
+    columns = {
+        column.name: column
+        for column in model._meta.concrete_fields
+        if isinstance(column, models.DateField)
+    }
+    asked: dict[str, DatesAsked] = {}
+    for key in list(lookups):
+        name, _sep, rest = key.partition(LOOKUP_SEP)
+        if name not in columns or rest in ("", *COLUMN_LOOKUPS):
+            continue
+        values = lookups.pop(key)
+        value = values[-1] if isinstance(values, list) and values else values
+        asked.setdefault(name, DatesAsked(columns[name])).add(
+            rest.split(LOOKUP_SEP), key, str(value)
+        )
+    return list(asked.values())
+
+
 class BoundedChangeList(ChangeList):
     """Django ends an ordering on a column that is not unique with `-pk`, whatever the
     column's direction: `ORDER BY total ASC, id DESC` is served by no index. Here the primary
@@ -141,6 +285,32 @@ class BoundedChangeList(ChangeList):
         if len(ordering) > 1 and ordering[-1] == "-pk" and _ascending(ordering[-2]):
             ordering[-1] = "pk"
         return ordering
+
+    def get_filters(self, request: HttpRequest) -> tuple[Any, ...]:
+        specs, has_filters, lookups, duplicates, active = super().get_filters(request)
+        self.dates_filter = self.dated(request, lookups)
+        return specs, has_filters, lookups, duplicates, active
+
+    def dated(self, request: HttpRequest, lookups: dict[str, Any]) -> Q:
+        """The dates of the address (`created_at__year=…&created_at__month=…`) as ranges of
+        their columns, taken out of `lookups`; those refused are said in a message (as Django
+        says a search it cannot read) and dropped from the page's links: the list shows every
+        date."""
+        ranges = Q()
+        for dates in dates_asked(self.model, lookups):
+            try:
+                ranges &= dates.ranges()
+            except DateRefused as refused:
+                text = refused.message % {"asked": dates.address}
+                messages.error(request, text, fail_silently=True)
+                for key in dates.keys:
+                    self.params.pop(key, None)
+                    self.filter_params.pop(key, None)
+        return ranges
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
+        queryset = super().get_queryset(request, exclude_parameters)
+        return queryset.filter(self.dates_filter)
 
 
 class BoundedListAdmin(admin.ModelAdmin):
@@ -192,8 +362,11 @@ __all__ = [
     "BoundedListAdmin",
     "BoundedPaginator",
     "DateRangeFilter",
+    "DateRefused",
+    "DatesAsked",
     "SearchTerm",
     "Shape",
     "count_limit",
+    "dates_asked",
     "recent_values",
 ]

@@ -1,5 +1,6 @@
 """Every admin page staff use on orders, payments, notifications and subscriptions, with real
-values from the database: each list as it opens, by each of its filters' choices, by date,
+values from the database: each list as it opens, by each of its filters' choices, by date (the
+old date hierarchy's year, month and day of each date column, as saved links still ask them),
 searched, sorted by each sortable column; the home page (the owner's dashboard), an order's
 page and a payment's (`bench/volume.py` measures them; the tests open them on a fill)."""
 
@@ -11,8 +12,10 @@ from urllib.parse import urlencode
 from django.contrib import admin
 from django.db.models import Model
 from django.test import RequestFactory
+from django.utils import timezone
 
 from checkout.models import Order
+from core.admin_lists import DateRangeFilter
 from payments.models import Payment, Subscription
 from webhooks.models import WebhookEvent
 
@@ -37,6 +40,34 @@ def _searches() -> tuple[dict[str, str], dict[type[Model], list[str]]]:
     return values, lists
 
 
+def _date_fields(model_admin: Any) -> list[str]:
+    """The list's date columns: its date hierarchy's, and those of its date range filters."""
+    fields = [model_admin.date_hierarchy] if model_admin.date_hierarchy else []
+    for entry in model_admin.list_filter:
+        if isinstance(entry, tuple | list) and issubclass(entry[1], DateRangeFilter):
+            fields.append(entry[0])
+    return list(dict.fromkeys(fields))
+
+
+def _dated(model: type[Model], field: str, name: str, base: str) -> list[tuple[str, str]]:
+    """The old date hierarchy's addresses (`?created_at__year=…&created_at__month=…&
+    created_at__day=…`) of a day in the middle of the rows' dates (the day of the first row
+    from there, in the shop's time zone: a day with rows): its year, its month, the day. Not
+    the latest day, whose rows come first in the list's order whatever reads them."""
+    dates = model.objects.order_by(field).values_list(field, flat=True)
+    first, last = dates.first(), dates.reverse().first()
+    if first is None or last is None:
+        return []
+    middle = dates.filter(**{f"{field}__gte": first + (last - first) / 2}).first()
+    day = timezone.localtime(middle or last)
+    parts = [("year", day.year), ("month", day.month), ("day", day.day)]
+    found = []
+    for depth in range(1, 4):
+        query = urlencode({f"{field}__{part}": value for part, value in parts[:depth]})
+        found.append((f"{name} by {parts[depth - 1][0]}", f"{base}?{query}"))
+    return found
+
+
 def _list_pages(model: type[Model], user: Any, values: dict[str, str], words: list[str]) -> list:
     meta = model._meta
     base = f"/admin/{meta.app_label}/{meta.model_name}/"
@@ -49,13 +80,8 @@ def _list_pages(model: type[Model], user: Any, values: dict[str, str], words: li
     for spec in changelist.get_filters(request)[0]:
         for choice in list(spec.choices(changelist))[1:]:  # the first is "All"
             found.append((f"{name}: filter {choice['display']}", base + choice["query_string"]))
-    if field := model_admin.date_hierarchy:
-        latest = model.objects.order_by(f"-{field}").values_list(field, flat=True).first()
-        if latest is not None:
-            parts = [("year", latest.year), ("month", latest.month), ("day", latest.day)]
-            for depth in range(1, 4):
-                query = urlencode({f"{field}__{part}": value for part, value in parts[:depth]})
-                found.append((f"{name}: dated by {parts[depth - 1][0]}", f"{base}?{query}"))
+    for field in _date_fields(model_admin):
+        found += _dated(model, field, f"{name}: dated", base)
     for word in words:
         found.append((f"{name}: search {word}", f"{base}?{urlencode({'q': values[word]})}"))
     for index, column in enumerate(changelist.list_display):
