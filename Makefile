@@ -59,10 +59,11 @@ lint: install
 	$(BIN)/ruff check .
 
 ## Benchmarks (bench/README.md; methods and figures: docs/benchmarks.md): the webhook receiver
-## beside three others, the storm and calm traffic, a provider brownout, then the admin and the
-## schedules on a 1k and a 1M year of orders. Needs PostgreSQL and Redis; a database and a Redis
-## db of their own (emptied). Options: BENCH_ARGS (all, e.g. --strict), BENCH_RECEIVER_ARGS,
-## BENCH_STORM_ARGS, BENCH_BROWNOUT_ARGS, BENCH_VOLUME_ARGS (e.g. --reuse).
+## beside three others, the storm and calm traffic, a provider brownout, a sale day (shoppers at
+## rising concurrency, a limited provider, a flash rush), then the admin and the schedules on a
+## 1k and a 1M year of orders. Needs PostgreSQL and Redis; a database and a Redis db of their own
+## (emptied). Options: BENCH_ARGS (all, e.g. --strict), BENCH_RECEIVER_ARGS, BENCH_STORM_ARGS,
+## BENCH_BROWNOUT_ARGS, BENCH_SALE_DAY_ARGS (e.g. --seconds 20), BENCH_VOLUME_ARGS (e.g. --reuse).
 bench: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/shop_bench
 bench: export REDIS_URL ?= redis://127.0.0.1:6379/6
 bench: install
@@ -71,6 +72,7 @@ bench: install
 	$(BIN)/python -m bench.receiver $(BENCH_ARGS) $(BENCH_RECEIVER_ARGS) || status=$$?; \
 	$(BIN)/python -m bench.storm $(BENCH_ARGS) $(BENCH_STORM_ARGS) || status=$$?; \
 	$(BIN)/python -m bench.brownout $(BENCH_ARGS) $(BENCH_BROWNOUT_ARGS) || status=$$?; \
+	$(BIN)/python -m bench.sale_day $(BENCH_ARGS) $(BENCH_SALE_DAY_ARGS) || status=$$?; \
 	$(BIN)/python -m bench.volume $(BENCH_ARGS) $(BENCH_VOLUME_ARGS) || status=$$?; \
 	exit $$status
 
