@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     Product.objects.update(stock=1_000_000, active=True)  # stock is not what the levels measure
     slugs = sorted(Product.objects.filter(active=True).values_list("slug", flat=True))
     rush, shelves = slugs[-1], slugs[:-1]  # the rush's product is left to the rush
-    described = runtime.described(celery=True) + f"; admission limit {admission_limit()}"
+    described = runtime.described(celery=True) + f"; admission {admission_limit()}"
     print(f"Sale day benchmark: {described}; every provider call {args.provider_latency_ms} ms; "
           f"load average {load_average()} ({os.cpu_count()} cores)")  # fmt: skip
     figures: dict[str, Any] = {"server": described, "latency_ms": args.provider_latency_ms,
@@ -70,11 +70,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def admission_limit() -> str:
-    """The shop's admission limit as configured (SHOP_ADMISSION_LIMIT; 0 or none: off)."""
+    """The shop's admission pace as configured (SHOP_ADMISSION_PER_SECOND; 0: no queue)."""
     from django.conf import settings
 
-    limit = getattr(settings, "SHOP_ADMISSION_LIMIT", None)
-    return f"{limit} shoppers" if limit else "off"
+    pace = settings.SHOP_ADMISSION_PER_SECOND
+    return f"{pace:g} new shoppers a second" if pace else "off"
 
 
 def databases() -> tuple[str, str]:

@@ -182,6 +182,7 @@ def flash_rush(urls: dict[str, str], slug: str, count: int) -> dict[str, Any]:
     shop sold."""
     from django.utils import timezone
 
+    from checkout.admission import pace_set
     from checkout.models import OrderItem, Product
 
     Product.objects.filter(slug=slug).update(stock=RUSH_STOCK, active=True)
@@ -189,7 +190,13 @@ def flash_rush(urls: dict[str, str], slug: str, count: int) -> dict[str, Any]:
     hits: list[sale_day_shop.Hit] = []
     stop = threading.Event()
     shoppers = [sale_day_shop.SaleShopper(urls, hits, stop) for _ in range(count)]
-    answers = rush_at_once(shoppers, slug, sold_out_messages(product), stop)
+    # The carts were filled earlier in the day, through the doors then open (an operator's
+    # `manage.py admission --per-second`): the rush is at "continue", within their stays.
+    pace_set(100_000)
+    try:
+        answers = rush_at_once(shoppers, slug, sold_out_messages(product), stop)
+    finally:
+        pace_set(None)
     product.refresh_from_db()
     items = OrderItem.objects.filter(product=product, order__created_at__gte=since)
     sold = sum(items.values_list("quantity", flat=True))

@@ -1,42 +1,49 @@
-"""The sale day's admission: at most SHOP_ADMISSION_LIMIT shoppers shop at once (home, product,
-cart, order form); the others wait their turn on a page that says so and lets them in, first
-come first in, as soon as a place frees. Past the shop's capacity, the shoppers let in keep
-their pace instead of every shopper slowing down.
+"""The sale day's admission: past the shop's capacity, new shoppers are let in at the pace the
+shop serves (SHOP_ADMISSION_PER_SECOND), first come first in; the others wait their turn on a
+page that says where they stand and lets them in by itself. The shoppers let in keep the shop's
+pace instead of every shopper slowing down.
 
-A place is held by a browser's turn cookie (`shop_turn`, a random token; no session is written
-for it), from its first page until its order is placed (then it pays, which is never held
-back) or until it has been silent for SHOP_ADMISSION_IDLE_SECONDS. Waiting browsers ask again
-every SHOP_ADMISSION_REFRESH_SECONDS; one silent for three times that has left the queue.
+A shopper's turn is a signed cookie (`shop_turn`; no session is written for it): first a ticket
+(its number in the queue), then, once let in, a stay of SHOP_ADMISSION_STAY_MINUTES during which
+it is never held back (a cart, an order, a payment in the middle of a stay are never
+interrupted). Pages of an order already placed (paying, its status) are never held back at all.
 
-Kept in Redis (three sorted sets, plain commands, no script): `in` (token -> last seen),
-`queue` (token -> when it came) and `seen` (token -> last asked). One round trip for a browser
-already in; a few for one coming in or waiting. Two browsers let in at the same instant may
-overfill the limit by one or two: a limit of shoppers at once, not of money, so close is good
-enough. Redis away, or the limit 0: everyone is let in (the shop never closes for it).
+Kept in Redis with plain commands (no script): `tickets`, the last ticket given (INCR), and
+`next`, the last ticket let in, which the first request of each second moves on by the pace
+(SET NX on that second's key decides which request does it), never more than one second's pace
+past the last ticket given: a quiet hour banks no rush. With no queue, a new shopper's ticket is
+within `next` at once. Redis away, or no pace set: everyone is let in (the shop never closes for
+its queue).
+
+The pace can be changed while the shop runs, for every process at once (`manage.py admission`):
+an operator opens the doors wider, or closes them, without a release.
 """
 
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core import signing
 from django.core.cache import cache
 
 logger = logging.getLogger(__name__)
 
 COOKIE = "shop_turn"
-IN, QUEUE, SEEN = (cache.make_key(f"admission:{name}") for name in ("in", "queue", "seen"))
+SALT = "checkout.admission"
+TICKETS, NEXT, MOVED, PACE = (
+    cache.make_key(f"admission:{name}") for name in ("tickets", "next", "moved", "pace")
+)
 
 
 @dataclass(frozen=True)
 class Turn:
-    """A browser's turn: `position` None when it may shop now, else its place in the queue
-    (1: next); `token`: its cookie's value (new when it had none)."""
+    """Where a browser stands: `position` None when it may shop now (`cookie`: its stay), else
+    its place in the queue (1: next; `cookie`: its ticket)."""
 
-    token: str
+    cookie: str
     position: int | None
 
 
@@ -46,70 +53,82 @@ def _redis():  # type: ignore[no-untyped-def]
     return get_redis_connection("default")
 
 
-def admission_on() -> bool:
-    return bool(settings.SHOP_ADMISSION_LIMIT) and "django_redis" in str(
-        settings.CACHES["default"]["BACKEND"]
-    )
+def redis_kept() -> bool:
+    """Whether the admission has its Redis (the cache is django-redis)."""
+    return "django_redis" in str(settings.CACHES["default"]["BACKEND"])
 
 
-def new_token() -> str:
-    return secrets.token_urlsafe(16)
-
-
-def turn_for(token: str | None) -> Turn:
-    """Whether the browser holding `token` may shop now, or its place in the queue."""
-    token = token if token and len(token) <= 64 else new_token()
-    if not admission_on():
-        return Turn(token, None)
+def pace() -> float:
+    """New shoppers let in a second: the operator's pace if one is set, else the setting's."""
+    if not redis_kept():
+        return 0.0
     try:
-        return Turn(token, _position(token, time.time()))
+        chosen = _redis().get(PACE)
+    except Exception:
+        return float(settings.SHOP_ADMISSION_PER_SECOND)
+    return float(chosen) if chosen is not None else float(settings.SHOP_ADMISSION_PER_SECOND)
+
+
+def pace_set(per_second: float | None) -> None:
+    """The pace for every process from now on (None: back to SHOP_ADMISSION_PER_SECOND)."""
+    if per_second is None:
+        _redis().delete(PACE)
+    else:
+        _redis().set(PACE, repr(float(per_second)))
+
+
+def turn_for(cookie: str | None) -> Turn:
+    """Whether the browser with this turn cookie may shop now, or its place in the queue."""
+    held = _read(cookie)
+    now = time.time()
+    if held.get("until", 0) > now:
+        return Turn(cookie or "", None)  # within its stay
+    per_second = pace()
+    if per_second <= 0:
+        return Turn(_stay(now), None)
+    try:
+        let_in = _let_in(now, per_second)  # before this ticket: a second's pace past the others
+        ticket = held.get("ticket") or int(_redis().incr(TICKETS))
     except Exception as exc:  # Redis away: let everyone in
         logger.warning("admission not kept (%s): let in", exc)
-        return Turn(token, None)
+        return Turn(_stay(now), None)
+    if ticket <= let_in:
+        return Turn(_stay(now), None)
+    return Turn(signing.dumps({"ticket": ticket}, salt=SALT, compress=False), ticket - let_in)
 
 
-def _position(token: str, now: float) -> int | None:
-    redis, limit = _redis(), settings.SHOP_ADMISSION_LIMIT
-    if redis.zadd(IN, {token: now}, xx=True, ch=True):
-        return None  # in already: its place kept
-    pipe = redis.pipeline(transaction=False)
-    pipe.zremrangebyscore(IN, "-inf", now - settings.SHOP_ADMISSION_IDLE_SECONDS)
-    pipe.zcard(IN)
-    pipe.zrangebyscore(SEEN, "-inf", now - 3 * settings.SHOP_ADMISSION_REFRESH_SECONDS)
-    pipe.zadd(QUEUE, {token: now}, nx=True)
-    pipe.zadd(SEEN, {token: now})
-    _, inside, gone, *_ = pipe.execute()
-    if gone:
-        redis.pipeline(transaction=False).zrem(QUEUE, *gone).zrem(SEEN, *gone).execute()
-    ahead = redis.zrank(QUEUE, token) or 0
-    free = limit - inside
-    if ahead >= free:
-        return ahead - max(free, 0) + 1
-    pipe = redis.pipeline(transaction=False)
-    pipe.zadd(IN, {token: now})
-    pipe.zrem(QUEUE, token)
-    pipe.zrem(SEEN, token)
-    pipe.execute()
-    return None
+def _let_in(now: float, per_second: float) -> int:
+    """The last ticket let in, moved on by the pace for the seconds since it last moved (two at
+    most), by the first request of each second, and never more than a second's pace past the
+    last ticket given."""
+    redis, second = _redis(), int(now)
+    if redis.set(cache.make_key(f"admission:second:{second}"), 1, nx=True, ex=5):
+        given, let_in, moved = (int(value or 0) for value in redis.mget(TICKETS, NEXT, MOVED))
+        seconds = min(2, second - moved) if moved else 1
+        step = max(1, round(per_second * seconds))
+        redis.mset({NEXT: min(let_in + step, given + max(1, round(per_second))), MOVED: second})
+    return int(redis.get(NEXT) or 0)
 
 
-def turn_done(token: str | None) -> None:
-    """The browser placed its order: its place goes to the next in the queue."""
-    if not token or not admission_on():
-        return
+def _stay(now: float) -> str:
+    until = now + settings.SHOP_ADMISSION_STAY_MINUTES * 60
+    return signing.dumps({"until": until}, salt=SALT, compress=False)
+
+
+def _read(cookie: str | None) -> dict[str, float]:
+    if not cookie or len(cookie) > 200:
+        return {}
     try:
-        _redis().zrem(IN, token)
-    except Exception as exc:
-        logger.warning("admission place not given back (%s): it frees when idle", exc)
+        value = signing.loads(cookie, salt=SALT)
+    except signing.BadSignature:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
-def admission_figures() -> tuple[int, int]:
-    """(shoppers let in, shoppers waiting) now; (0, 0) when admission is off."""
-    if not admission_on():
-        return 0, 0
-    redis, now = _redis(), time.time()
-    pipe = redis.pipeline(transaction=False)
-    pipe.zcount(IN, now - settings.SHOP_ADMISSION_IDLE_SECONDS, "+inf")
-    pipe.zcount(SEEN, now - 3 * settings.SHOP_ADMISSION_REFRESH_SECONDS, "+inf")
-    inside, waiting = pipe.execute()
-    return int(inside), int(waiting)
+def admission_figures() -> tuple[float, int]:
+    """(the pace, shoppers waiting now: tickets given and not let in yet); (0, 0) without
+    Redis."""
+    if not redis_kept():
+        return 0.0, 0
+    given, let_in = (int(value or 0) for value in _redis().mget(TICKETS, NEXT))
+    return pace(), max(0, given - let_in)

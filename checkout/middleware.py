@@ -26,10 +26,10 @@ class AdmissionMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        token = getattr(request, "shop_turn", None)
-        if token and request.COOKIES.get(COOKIE) != token:
+        turn = getattr(request, "shop_turn", None)
+        if turn and request.COOKIES.get(COOKIE) != turn:
             response.set_cookie(
-                COOKIE, token, max_age=86400, secure=request.is_secure(), httponly=True,
+                COOKIE, turn, max_age=86400, secure=request.is_secure(), httponly=True,
                 samesite="Lax",
             )  # fmt: skip
         return response
@@ -41,7 +41,7 @@ class AdmissionMiddleware:
         if match is None or match.namespace != "checkout" or match.url_name not in HELD_BACK:
             return None
         turn = turn_for(request.COOKIES.get(COOKIE))
-        request.shop_turn = turn.token  # type: ignore[attr-defined]
+        request.shop_turn = turn.cookie  # type: ignore[attr-defined]
         if turn.position is None:
             return None
         return waiting_page(request, turn.position)

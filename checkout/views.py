@@ -12,8 +12,6 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from checkout.admission import COOKIE as ADMISSION_COOKIE
-from checkout.admission import turn_done
 from checkout.cart import MAX_PER_LINE, Cart, CartError
 from checkout.forms import CheckoutForm, MyOrdersForm, QuantityForm
 from checkout.installments import order_installments, plans_for
@@ -132,7 +130,6 @@ def checkout(request: HttpRequest) -> HttpResponse:
             return redirect("checkout:cart")
         cart.clear()
         remember_order(request, order)
-        turn_done(request.COOKIES.get(ADMISSION_COOKIE))  # paying is never held back
         return redirect("checkout:pay", reference=order.reference)
     return render(
         request,

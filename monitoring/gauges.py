@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from checkout import metrics as checkout_metrics
-from checkout.admission import admission_figures, admission_on
+from checkout.admission import admission_figures, redis_kept
 from monitoring import heartbeats
 from payments import metrics as payments_metrics
 from webhooks import metrics as webhooks_metrics
@@ -166,22 +166,24 @@ class ShopStateCollector(Collector):
         yield beat
 
     def _admission(self) -> Iterator[GaugeMetricFamily]:
-        if not admission_on():
+        if not redis_kept():
             return
         try:
-            inside, waiting = admission_figures()
+            per_second, waiting = admission_figures()
         except Exception as exc:  # the cache's server is down
             logger.warning("metrics: admission not read: %s", type(exc).__name__)
             return
-        family = GaugeMetricFamily(
-            "shop_admission_shoppers",
-            "The sale day's admission (SHOP_ADMISSION_LIMIT): shoppers let in (`in`) and shoppers "
-            "waiting their turn (`waiting`).",
-            labels=["state"],
+        pace = GaugeMetricFamily(
+            "shop_admission_pace",
+            "New shoppers the sale day's admission lets in a second (0: no queue).",
         )
-        family.add_metric(["in"], float(inside))
-        family.add_metric(["waiting"], float(waiting))
-        yield family
+        pace.add_metric([], per_second)
+        yield pace
+        queue = GaugeMetricFamily(
+            "shop_admission_waiting", "Shoppers waiting their turn to come into the shop."
+        )
+        queue.add_metric([], float(waiting))
+        yield queue
 
 
 def _cache_is_redis() -> bool:

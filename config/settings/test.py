@@ -8,4 +8,4 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # Tests make thousands of browsers within minutes: the sale day's admission would queue them.
 # Its tests turn it on (tests/checkout/test_admission.py).
-SHOP_ADMISSION_LIMIT = 0
+SHOP_ADMISSION_PER_SECOND = 0.0

@@ -1,16 +1,22 @@
-"""The sale day's admission (checkout.admission): at most SHOP_ADMISSION_LIMIT shoppers shop at
-once; the others get a waiting page that says where they stand, in their language, and are let
-in by turn as places free (an order placed, a shopper gone silent). Paying is never held back,
-and a Redis that is away lets everyone in."""
+"""The sale day's admission (checkout.admission): past the shop's pace, new shoppers get a
+waiting page that says where they stand, in their language, and are let in first come first in
+as the pace allows; a shopper let in is not held back during its stay; paying, the admin and
+the probes never are; a Redis that is away, or no pace, lets everyone in; an operator changes
+the pace while the shop runs."""
 
 from __future__ import annotations
 
+import io
 import time
 from typing import Any
 
 import pytest
+import time_machine
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from checkout import admission
 from checkout.models import Product
@@ -20,10 +26,10 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
 
 @pytest.fixture
-def limit_two(settings: Any) -> None:
-    settings.SHOP_ADMISSION_LIMIT = 2
-    settings.SHOP_ADMISSION_IDLE_SECONDS = 120
-    settings.SHOP_ADMISSION_REFRESH_SECONDS = 3
+def two_a_second(settings: Any) -> None:
+    settings.SHOP_ADMISSION_PER_SECOND = 2.0
+    settings.SHOP_ADMISSION_STAY_MINUTES = 30
+    settings.SHOP_ADMISSION_REFRESH_SECONDS = 2
 
 
 def position(response: Any) -> int | None:
@@ -31,42 +37,54 @@ def position(response: Any) -> int | None:
     return int(value) if value else None
 
 
-@pytest.mark.usefixtures("limit_two")
-def test_past_the_limit_shoppers_wait_their_turn_and_are_let_in_by_it(taza: Product) -> None:
-    # Given two shoppers in the shop (the limit)
-    first, second, third, fourth = (shopper() for _ in range(4))
-    for browser in (first, second):
-        assert position(browser.get(reverse("checkout:home"))) is None
+def home(browser: Client) -> Any:
+    return browser.get(reverse("checkout:home"))
 
-    # When two more come: they wait, third first, on a page that says so and asks again
-    waiting = third.get(reverse("checkout:home"))
+
+@pytest.fixture
+def still() -> Any:
+    """The clock stopped in the middle of a second: no second passes unless the test says."""
+    now = timezone.now().replace(microsecond=400_000)
+    with time_machine.travel(now, tick=False) as traveller:
+        yield traveller
+
+
+@pytest.mark.usefixtures("two_a_second")
+def test_past_the_pace_shoppers_wait_their_turn_and_are_let_in_by_it(
+    taza: Product, still: Any
+) -> None:
+    # Given a pace of two new shoppers a second: two come in at once
+    first, second, third, fourth = (shopper() for _ in range(4))
+    assert [position(home(b)) for b in (first, second)] == [None, None]
+
+    # When two more come within that second: they wait, third first, on a page that says so
+    waiting = home(third)
     assert (waiting.status_code, position(waiting)) == (200, 1)
-    assert waiting.headers["Refresh"] == "3"
+    assert waiting.headers["Refresh"] == "2"
     assert "no-store" in waiting.headers["Cache-Control"]
     text = waiting.content.decode()
     assert "Hay una fila corta para comprar" in text and "Sigues tú." in text
     assert taza.name not in text  # not the shop's page
-    assert position(fourth.get(reverse("checkout:product", args=[taza.slug]))) == 2
-    assert position(third.get(reverse("checkout:home"))) == 1  # asking again keeps its place
+    answer = fourth.get(reverse("checkout:product", args=[taza.slug]))
+    assert position(answer) == 2 and "Tu lugar en la fila: 2." in answer.content.decode()
+    assert position(home(third)) == 1  # asking again keeps its place
 
-    # And the shoppers let in keep shopping
+    # And the shoppers let in keep shopping, and pay, within their stay
     assert position(first.get(reverse("checkout:cart"))) is None
-
-    # When the first places its order (then pays: never held back)
     order = place_order(first, (taza, 1))
     assert position(first.get(reverse("checkout:pay", args=[order.reference]))) is None
 
-    # Then the third is let in, and the fourth is next
-    let_in = third.get(reverse("checkout:home"))
+    # When the next second comes: both are let in, in their order
+    still.shift(1)
+    let_in = home(third)
     assert (let_in.status_code, position(let_in)) == (200, None)
     assert taza.name in let_in.content.decode()
-    assert position(fourth.get(reverse("checkout:home"))) == 1
+    assert position(home(fourth)) is None
 
 
-@pytest.mark.usefixtures("limit_two", "in_english")
-def test_the_waiting_page_speaks_english_and_counts(taza: Product) -> None:
-    browsers = [shopper() for _ in range(4)]
-    answers = [b.get(reverse("checkout:home"), HTTP_ACCEPT_LANGUAGE="en") for b in browsers]
+@pytest.mark.usefixtures("two_a_second", "in_english")
+def test_the_waiting_page_speaks_english_and_counts(taza: Product, still: Any) -> None:
+    answers = [home(shopper()) for _ in range(4)]
     assert [position(a) for a in answers] == [None, None, 1, 2]
     text = answers[3].content.decode()
     assert "There is a short queue to shop" in text
@@ -74,73 +92,108 @@ def test_the_waiting_page_speaks_english_and_counts(taza: Product) -> None:
     assert "fila" not in text
 
 
-@pytest.mark.usefixtures("limit_two")
-def test_a_silent_shopper_gives_its_place_up(settings: Any, taza: Product) -> None:
-    settings.SHOP_ADMISSION_IDLE_SECONDS = 1
-    first, second, third = shopper(), shopper(), shopper()
-    first.get(reverse("checkout:home"))
-    second.get(reverse("checkout:home"))
-    assert position(third.get(reverse("checkout:home"))) == 1
-    time.sleep(1.1)
-    second.get(reverse("checkout:home"))  # the second is still there; the first went quiet
-    assert position(third.get(reverse("checkout:home"))) is None
+@pytest.mark.usefixtures("two_a_second")
+def test_a_quiet_hour_banks_no_rush(taza: Product, still: Any) -> None:
+    """An hour with nobody coming lets in no more than a second's pace when a rush comes."""
+    home(shopper())
+    still.shift(3600)
+    assert [position(home(shopper())) for _ in range(4)] == [None, None, 1, 2]
 
 
-@pytest.mark.usefixtures("limit_two")
-def test_a_waiting_browser_that_left_leaves_the_queue(settings: Any, taza: Product) -> None:
-    settings.SHOP_ADMISSION_REFRESH_SECONDS = 1
-    in_shop = [shopper(), shopper()]
-    for browser in in_shop:
-        browser.get(reverse("checkout:home"))
-    gone, staying = shopper(), shopper()
-    assert position(gone.get(reverse("checkout:home"))) == 1
-    assert position(staying.get(reverse("checkout:home"))) == 2
-    time.sleep(3.1)  # the first waiting browser closed its page: it asks no more
-    assert position(staying.get(reverse("checkout:home"))) == 1
+@pytest.mark.usefixtures("two_a_second")
+def test_a_stay_ends_and_the_shopper_queues_again(settings: Any, taza: Product, still: Any) -> None:
+    settings.SHOP_ADMISSION_STAY_MINUTES = 1
+    early = shopper()
+    assert position(home(early)) is None
+    still.shift(30)
+    assert position(home(early)) is None
+    still.shift(31)  # the stay is over: a new ticket, behind the two of this second
+    assert [position(home(shopper())) for _ in range(2)] == [None, None]
+    assert position(home(early)) == 1
 
 
-@pytest.mark.usefixtures("limit_two")
+@pytest.mark.usefixtures("two_a_second")
+def test_a_forged_turn_is_a_new_visitor(taza: Product, still: Any) -> None:
+    for _ in range(2):
+        home(shopper())
+    forger = shopper()
+    forger.cookies[admission.COOKIE] = '{"until": 9999999999}'
+    assert position(home(forger)) == 1
+
+
+@pytest.mark.usefixtures("two_a_second")
 def test_the_turn_is_a_cookie_of_its_own_not_a_session(taza: Product) -> None:
     browser = shopper()
-    response = browser.get(reverse("checkout:home"))
-    cookie = response.cookies[admission.COOKIE]
-    assert cookie["httponly"] and cookie["samesite"] == "Lax" and len(cookie.value) >= 20
-    again = browser.get(reverse("checkout:home"))
-    assert admission.COOKIE not in again.cookies  # set once
+    cookie = home(browser).cookies[admission.COOKIE]
+    assert cookie["httponly"] and cookie["samesite"] == "Lax"
+    assert admission.COOKIE not in home(browser).cookies  # set once, for its stay
 
 
-@pytest.mark.usefixtures("limit_two")
+@pytest.mark.usefixtures("two_a_second")
 def test_redis_away_lets_everyone_in(monkeypatch: pytest.MonkeyPatch, taza: Product) -> None:
     def away() -> Any:
         raise ConnectionError("Redis is away")
 
     monkeypatch.setattr(admission, "_redis", away)
-    answers = [shopper().get(reverse("checkout:home")) for _ in range(5)]
+    answers = [home(shopper()) for _ in range(5)]
     assert [(a.status_code, position(a)) for a in answers] == [(200, None)] * 5
 
 
-def test_no_limit_lets_everyone_in(settings: Any, taza: Product) -> None:
-    settings.SHOP_ADMISSION_LIMIT = 0
-    answers = [shopper().get(reverse("checkout:home")) for _ in range(5)]
-    assert [position(a) for a in answers] == [None] * 5
+def test_no_pace_lets_everyone_in(settings: Any, taza: Product) -> None:
+    settings.SHOP_ADMISSION_PER_SECOND = 0
+    assert [position(home(shopper())) for _ in range(5)] == [None] * 5
 
 
-@pytest.mark.usefixtures("limit_two")
-def test_admin_and_health_are_never_held_back(admin_user: Any, taza: Product) -> None:
-    for browser in (shopper(), shopper()):
-        browser.get(reverse("checkout:home"))
+@pytest.mark.usefixtures("two_a_second")
+def test_admin_and_health_are_never_held_back(admin_user: Any, taza: Product, still: Any) -> None:
+    for _ in range(2):
+        home(shopper())
     staff = Client()
     staff.force_login(admin_user)
     assert position(staff.get("/admin/")) is None
     assert position(shopper().get("/healthz")) is None
 
 
-@pytest.mark.usefixtures("limit_two")
-def test_metrics_say_how_many_are_in_and_waiting(settings: Any, taza: Product) -> None:
+@pytest.mark.usefixtures("two_a_second")
+def test_an_operator_opens_the_doors_wider_while_the_shop_runs(taza: Product, still: Any) -> None:
+    for _ in range(2):
+        home(shopper())
+    waiting = [shopper() for _ in range(5)]
+    assert [position(home(b)) for b in waiting] == [1, 2, 3, 4, 5]
+    out = io.StringIO()
+    call_command("admission", "--per-second", "50", stdout=out)
+    assert "pace: 50 new shoppers a second; waiting: 5" in out.getvalue()
+    still.shift(1)
+    assert [position(home(b)) for b in waiting] == [None] * 5
+    call_command("admission", "--default", stdout=out)
+    assert admission.pace() == 2.0
+    with pytest.raises(CommandError):
+        call_command("admission", "--per-second", "-1")
+
+
+@pytest.mark.usefixtures("two_a_second")
+def test_metrics_say_the_pace_and_how_many_wait(taza: Product, still: Any) -> None:
     from monitoring.gauges import ShopStateCollector
 
     for _ in range(5):
-        shopper().get(reverse("checkout:home"))
+        home(shopper())
     families = {f.name: f for f in ShopStateCollector().collect()}
-    samples = {s.labels["state"]: s.value for s in families["shop_admission_shoppers"].samples}
-    assert samples == {"in": 2.0, "waiting": 3.0}
+    assert families["shop_admission_pace"].samples[0].value == 2.0
+    assert families["shop_admission_waiting"].samples[0].value == 3.0
+
+
+@pytest.mark.usefixtures("two_a_second")
+def test_a_pace_of_two_lets_in_two_a_second_in_real_time(taza: Product) -> None:
+    """On the real clock: of twelve shoppers coming at once and asking again every tenth of a
+    second, two more are let in each second, in the order they came."""
+    browsers = [shopper() for _ in range(12)]
+    let_in_at: dict[int, float] = {}
+    started = time.monotonic()
+    while len(let_in_at) < 8 and time.monotonic() - started < 10:
+        for n, browser in enumerate(browsers):
+            if n not in let_in_at and position(home(browser)) is None:
+                let_in_at[n] = time.monotonic() - started
+        time.sleep(0.1)
+    order = sorted(let_in_at, key=let_in_at.__getitem__)
+    assert order == sorted(order)  # first come, first in
+    assert max(let_in_at.values()) >= 2.0  # eight needed three seconds at least
