@@ -95,7 +95,12 @@ class Cart:
         return sum(self._items.values())
 
     def total(self) -> Decimal:
-        return sum((line.total for line in self.lines()), Decimal("0.00"))
+        return lines_total(self.lines())
 
     def __bool__(self) -> bool:
         return bool(self._items)
+
+
+def lines_total(lines: list[CartLine]) -> Decimal:
+    """What the cart's lines add up to (lines read once, by `Cart.lines`)."""
+    return sum((line.total for line in lines), Decimal("0.00"))

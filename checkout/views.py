@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from checkout.cart import MAX_PER_LINE, Cart, CartError
+from checkout.cart import MAX_PER_LINE, Cart, CartError, lines_total
 from checkout.forms import CheckoutForm, MyOrdersForm, QuantityForm
 from checkout.installments import order_installments, plans_for
 from checkout.limits import order_creations_exceeded, order_lists_exceeded, status_checks_exceeded
@@ -24,7 +24,7 @@ from checkout.services.payment_page import order_pending_challenge
 from checkout.services.reservations import (
     late_payment,
     order_expire_if_over,
-    reservations_expire_for_pages,
+    reservations_expire,
 )
 from checkout.task_names import ORDERS_LIST_MAIL_TASK
 from core.security import sdk_url
@@ -43,32 +43,33 @@ PAGE_EXPIRY_LIMIT = 20
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
+    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
     products = Product.objects.filter(active=True)
     return render(request, "checkout/home.html", _context(request, products=products))
 
 
 @require_GET
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
+    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
     product = get_object_or_404(Product, slug=slug, active=True)
     return render(request, "checkout/product.html", _context(request, product=product))
 
 
 @require_GET
 def cart_view(request: HttpRequest) -> HttpResponse:
-    reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
-    cart = Cart(request.session)
-    return render(
-        request,
-        "checkout/cart.html",
-        _context(request, lines=cart.lines(), total=cart.total(), max_per_line=MAX_PER_LINE),
-    )
+    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
+    return _cart_page(request)
+
+
+def _cart_page(request: HttpRequest, *, status: int = 200) -> HttpResponse:
+    lines = Cart(request.session).lines()
+    context = _context(request, lines=lines, total=lines_total(lines), max_per_line=MAX_PER_LINE)
+    return render(request, "checkout/cart.html", context, status=status)
 
 
 @require_POST
 def cart_add(request: HttpRequest, slug: str) -> HttpResponse:
-    reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
+    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
     product = get_object_or_404(Product, slug=slug)
     form = QuantityForm(request.POST)
     if not form.is_valid():
@@ -88,7 +89,7 @@ def cart_add(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 def cart_update(request: HttpRequest, slug: str) -> HttpResponse:
-    reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
+    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
     product = get_object_or_404(Product, slug=slug)
     form = QuantityForm(request.POST)
     if not form.is_valid():
@@ -117,25 +118,24 @@ def checkout(request: HttpRequest) -> HttpResponse:
     form = CheckoutForm(request.POST or None)
     if request.method == "POST" and form.is_valid() and order_creations_exceeded(request):
         form.add_error(None, _("You have placed many orders in a short time. Please wait a while."))
-        context = _context(request, form=form, lines=cart.lines(), total=cart.total())
+        lines = cart.lines()
+        context = _context(request, form=form, lines=lines, total=lines_total(lines))
         return render(request, "checkout/checkout.html", context, status=429)
     if request.method == "POST" and form.is_valid():
-        reservations_expire_for_pages(limit=PAGE_EXPIRY_LIMIT)
+        reservations_expire(limit=PAGE_EXPIRY_LIMIT)
         try:
             order = order_create_from_cart(
                 cart=cart, customer=form.cleaned_data, language=get_language() or "es"
             )
-        except CheckoutError as exc:
+        except CheckoutError as exc:  # sold out meanwhile: said at once, on the cart's page
             messages.error(request, exc.message)
-            return redirect("checkout:cart")
+            return _cart_page(request, status=409)
         cart.clear()
         remember_order(request, order)
         return redirect("checkout:pay", reference=order.reference)
-    return render(
-        request,
-        "checkout/checkout.html",
-        _context(request, form=form, lines=cart.lines(), total=cart.total()),
-    )
+    lines = cart.lines()
+    context = _context(request, form=form, lines=lines, total=lines_total(lines))
+    return render(request, "checkout/checkout.html", context)
 
 
 @never_cache  # "back" after paying asks again, and lands on the order's page

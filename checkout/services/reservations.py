@@ -8,7 +8,6 @@ payment is given back."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -65,20 +64,6 @@ def order_expire(*, order_id: int) -> bool:
         queue_order_mails(order)
     logger.info("order %s expired; its items are back in stock", order.reference)
     return True
-
-
-_page_checked_at = [timezone.now()]  # this process's: when a page last looked for them
-
-
-def reservations_expire_for_pages(*, limit: int, every: timedelta = timedelta(seconds=1)) -> int:
-    """`reservations_expire` for a page that shows stock, at most once per `every` in this
-    process: under a sale day's load, dozens of pages a second need not each ask the database
-    whether a reservation ended in the last second (beat's task covers any backlog)."""
-    now = timezone.now()
-    if _page_checked_at[0] <= now < _page_checked_at[0] + every:
-        return 0
-    _page_checked_at[0] = now
-    return reservations_expire(limit=limit)
 
 
 def reservations_expire(*, limit: int | None = None) -> int:

@@ -161,7 +161,7 @@ def test_a_server_error_answers_the_shops_500_page_without_the_database(
     the shopper's language, its description, and the request's id to quote; rendering it asks
     nothing of the database, not even the shopper's session (this test has none: a query would
     fail it)."""
-    monkeypatch.setattr(checkout.views, "reservations_expire_for_pages", failing)
+    monkeypatch.setattr(checkout.views, "reservations_expire", failing)
     shopper = Client(raise_request_exception=False)
     shopper.cookies["django_language"] = language
     shopper.cookies["sessionid"] = "a-session-the-database-holds"
@@ -391,7 +391,7 @@ def test_a_database_error_of_a_reachable_database_is_a_500_with_its_traceback(
     """Given a database that answers but refuses a statement (a lock timeout), then the page
     answers the shop's 500, not 503: it is not an outage to wait out; its traceback is
     logged as an error."""
-    monkeypatch.setattr(checkout.views, "reservations_expire_for_pages", lock_timeout)
+    monkeypatch.setattr(checkout.views, "reservations_expire", lock_timeout)
 
     with caplog.at_level(logging.INFO):
         response = Client(raise_request_exception=False).get("/")
