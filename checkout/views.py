@@ -19,7 +19,12 @@ from checkout.limits import order_creations_exceeded, order_lists_exceeded, stat
 from checkout.models import Order, OrderStatus, Product
 from checkout.ownership import linked_order, own_order, remember_order
 from checkout.selectors import order_payments
-from checkout.services import CheckoutError, order_as_paid_now, order_create_from_cart
+from checkout.services import (
+    CheckoutError,
+    cart_stock_check,
+    order_as_paid_now,
+    order_create_from_cart,
+)
 from checkout.services.payment_page import order_pending_challenge
 from checkout.services.reservations import (
     late_payment,
@@ -116,26 +121,35 @@ def checkout(request: HttpRequest) -> HttpResponse:
         messages.info(request, _("Your cart is empty."))
         return redirect("checkout:cart")
     form = CheckoutForm(request.POST or None)
-    if request.method == "POST" and form.is_valid() and order_creations_exceeded(request):
-        form.add_error(None, _("You have placed many orders in a short time. Please wait a while."))
-        lines = cart.lines()
-        context = _context(request, form=form, lines=lines, total=lines_total(lines))
-        return render(request, "checkout/checkout.html", context, status=429)
     if request.method == "POST" and form.is_valid():
-        reservations_expire(limit=PAGE_EXPIRY_LIMIT)
-        try:
-            order = order_create_from_cart(
-                cart=cart, customer=form.cleaned_data, language=get_language() or "es"
-            )
-        except CheckoutError as exc:  # sold out meanwhile: said at once, on the cart's page
-            messages.error(request, exc.message)
-            return _cart_page(request, status=409)
-        cart.clear()
-        remember_order(request, order)
-        return redirect("checkout:pay", reference=order.reference)
+        return _place_order(request, cart, form)
     lines = cart.lines()
     context = _context(request, form=form, lines=lines, total=lines_total(lines))
     return render(request, "checkout/checkout.html", context)
+
+
+def _place_order(request: HttpRequest, cart: Cart, form: CheckoutForm) -> HttpResponse:
+    """The order placed and the shopper sent to pay; or, the stock gone (a rush for the last
+    units), told at once on the cart's page (409), before anything is counted or written."""
+    reservations_expire(limit=PAGE_EXPIRY_LIMIT)
+    lines = cart.lines()
+    try:
+        cart_stock_check(lines)
+        if order_creations_exceeded(request):
+            form.add_error(
+                None, _("You have placed many orders in a short time. Please wait a while.")
+            )
+            context = _context(request, form=form, lines=lines, total=lines_total(lines))
+            return render(request, "checkout/checkout.html", context, status=429)
+        order = order_create_from_cart(
+            cart=cart, customer=form.cleaned_data, language=get_language() or "es", lines=lines
+        )
+    except CheckoutError as exc:
+        messages.error(request, exc.message)
+        return _cart_page(request, status=409)
+    cart.clear()
+    remember_order(request, order)
+    return redirect("checkout:pay", reference=order.reference)
 
 
 @never_cache  # "back" after paying asks again, and lands on the order's page

@@ -7,6 +7,7 @@ from checkout.services.mails_due import order_mails_due
 from checkout.services.order_status import PAID_STATUSES, charges_held, derive_order_status
 from checkout.services.orders import (
     CheckoutError,
+    cart_stock_check,
     order_as_paid_now,
     order_create_from_cart,
     order_sync_status,
@@ -22,6 +23,7 @@ __all__ = [
     "PAID_STATUSES",
     "CheckoutError",
     "PaymentOutcome",
+    "cart_stock_check",
     "charges_held",
     "derive_order_status",
     "order_as_paid_now",

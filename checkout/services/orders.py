@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from checkout.cart import Cart
+from checkout.cart import Cart, CartLine
 from checkout.models import (
     Fulfilment,
     Order,
@@ -59,7 +59,9 @@ def reservation_deadline() -> datetime:
     return timezone.now() + timedelta(minutes=settings.SHOP_RESERVATION_MINUTES)
 
 
-def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: str) -> Order:
+def order_create_from_cart(
+    *, cart: Cart, customer: dict[str, str], language: str, lines: list[CartLine] | None = None
+) -> Order:
     """Freeze the cart into an order: prices at order time, stock reserved, in one transaction.
 
     On a rush for the last units, a cart the stock no longer covers is refused from a plain read,
@@ -67,13 +69,11 @@ def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: st
     first, and the stock is taken last, by one conditional UPDATE a product (`stock >= wanted`,
     in the products' order): each product's row is locked only from its UPDATE to the commit
     that follows at once, never while anything else runs. An UPDATE that finds the stock gone
-    meanwhile rolls the whole order back."""
-    lines = cart.lines()
-    if not lines:
-        raise CheckoutError(_("Your cart is empty."))
+    meanwhile rolls the whole order back. `lines`: the cart's, when just read."""
+    lines = cart.lines() if lines is None else lines
+    cart_stock_check(lines)
     wanted = {line.product.pk: line.quantity for line in lines}
-    products = {line.product.pk: line.product for line in lines}  # as the cart just read them
-    _check_stock(products, wanted)
+    products = {line.product.pk: line.product for line in lines}
     with transaction.atomic():
         order = Order.objects.create(
             total=sum(
@@ -104,6 +104,17 @@ def order_create_from_cart(*, cart: Cart, customer: dict[str, str], language: st
                 name = products[pk].display_name
                 raise CheckoutError(_("%(name)s is sold out.") % {"name": name})
     return order
+
+
+def cart_stock_check(lines: list[CartLine]) -> None:
+    """Refuse, from the products as the cart just read them (no lock, no transaction), a cart
+    that is empty or that the stock no longer covers, saying what is left."""
+    if not lines:
+        raise CheckoutError(_("Your cart is empty."))
+    _check_stock(
+        {line.product.pk: line.product for line in lines},
+        {line.product.pk: line.quantity for line in lines},
+    )
 
 
 def _check_stock(products: dict[int, Product], wanted: dict[int, int]) -> None:

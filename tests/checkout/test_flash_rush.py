@@ -117,6 +117,7 @@ def test_a_sold_out_cart_is_refused_without_waiting_on_the_stock_row_lock() -> N
     no longer covers is refused from a plain read: it neither takes nor waits for the lock."""
     from django.contrib.sessions.backends.cache import SessionStore
     from django.db import connection, transaction
+    from django.utils import translation
 
     from checkout.cart import Cart
     from checkout.services import CheckoutError, order_create_from_cart
@@ -141,7 +142,7 @@ def test_a_sold_out_cart_is_refused_without_waiting_on_the_stock_row_lock() -> N
         assert holding.wait(30)
         with connection.cursor() as cursor:
             cursor.execute("SET lock_timeout = '200ms'")  # a wait on the lock would fail
-        with pytest.raises(CheckoutError) as refused:
+        with pytest.raises(CheckoutError) as refused, translation.override("es"):
             order_create_from_cart(cart=cart, customer=dict(CUSTOMER), language="es")
         assert refused.value.message == "Jarro de barro se agotó."
     finally:
