@@ -79,10 +79,10 @@ SHOP_BASE_URL = env_str("SHOP_BASE_URL", f"http://127.0.0.1:{SHOP_PORT}")
 SHOP_NAME = env_str("SHOP_NAME", "Tienda Tlali")
 # The sale day's admission (checkout/admission.py): past the shop's capacity, new shoppers are
 # let in at this pace (a second), first come first in; the others wait their turn on a page that
-# lets them in by itself. The shop's capacity on two cores (bench/sale_day.py) is about 8 new
+# lets them in by itself. The shop's capacity on two cores (bench/sale_day.py) is about 9 new
 # shoppers a second who each buy; set it from that benchmark on the shop's own machines, or
 # change it while the shop runs (`manage.py admission`). 0: no queue. Needs Redis.
-SHOP_ADMISSION_PER_SECOND = float(env_decimal("SHOP_ADMISSION_PER_SECOND", "8"))
+SHOP_ADMISSION_PER_SECOND = float(env_decimal("SHOP_ADMISSION_PER_SECOND", "9"))
 # A shopper let in is never held back for this long (its cart, its order, its payment).
 SHOP_ADMISSION_STAY_MINUTES = env_int("SHOP_ADMISSION_STAY_MINUTES", 30)
 # How often a waiting page asks again whether its turn came.
