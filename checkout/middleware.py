@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 
 from checkout.admission import COOKIE, turn_for
@@ -48,14 +49,21 @@ class AdmissionMiddleware:
 
 
 def waiting_page(request: HttpRequest, position: int) -> HttpResponse:
-    """The queue's page: where the shopper stands, asked again by itself every few seconds."""
+    """The queue's page: where the shopper stands, asked again by itself every few seconds (a
+    form sent while waiting asks for the cart's page instead: a refresh asks with GET)."""
     every = settings.SHOP_ADMISSION_REFRESH_SECONDS
+    again = (
+        request.get_full_path() if request.method in ("GET", "HEAD") else reverse("checkout:cart")
+    )
     response = render(
         request,
         "checkout/waiting.html",
-        {"shop_name": settings.SHOP_NAME, "position": position, "refresh_seconds": every},
+        {"shop_name": settings.SHOP_NAME, "position": position, "refresh_seconds": every,
+         "again": again},
+    )  # fmt: skip
+    response["Refresh"] = (
+        str(every) if again == request.get_full_path() else f"{every}; url={again}"
     )
-    response["Refresh"] = str(every)
     response["X-Shop-Queue-Position"] = str(position)
     add_never_cache_headers(response)
     return response
