@@ -15,6 +15,9 @@ class Refusal(Exception):
 class TryLater(Exception):
     """Not done, and not refused: the other side asked to be asked again later (a provider's
     429). `retry_after`: the seconds it asked to wait (a task that raises it, or raises from it,
-    waits that long plus jitter before its next try: `core.task_queue.ShopTask`)."""
+    waits that long plus jitter before its next try: `core.task_queue.ShopTask`). `seniority`,
+    from 0 to 1: how long this work has waited already (1: the longest); the longer, the less
+    jitter, so that the work held back longest comes back first, near first come first served."""
 
     retry_after: float = 1.0
+    seniority: float = 0.0

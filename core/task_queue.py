@@ -234,11 +234,13 @@ MAIL_ON_REQUEST = RetryPolicy("mail on request", 30, 600, 5)
 def asked_wait(exc: BaseException | None) -> float | None:
     """The seconds to wait before trying again when `exc` (or what caused it) is a `TryLater`:
     its `retry_after` plus up to as much again of jitter, so that the work held back together
-    does not come back together; None otherwise."""
+    does not come back together, the less the longer it has waited (its `seniority`: work held
+    back longest comes back first); None otherwise."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, TryLater):
-            return exc.retry_after + random.uniform(0, exc.retry_after)
+            spread = exc.retry_after * (1 - 0.9 * min(max(exc.seniority, 0.0), 1.0))
+            return exc.retry_after + random.uniform(0, spread)
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return None

@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.utils import timezone
+
 from payments.attempts.rules import mark_attempt
 from payments.attempts.sealed import unseal
 from payments.models import IN_FLIGHT, Payment, PaymentEventKind, PaymentStatus
@@ -33,6 +35,10 @@ from payments.snapshots import apply_in_transaction
 from payments.words import NOT_REACHED
 
 logger = logging.getLogger(__name__)
+
+# An attempt waiting this long (seconds) for a throttled create comes back with the least
+# jitter: the shoppers held back longest are sent first (core.task_queue.asked_wait).
+SENIOR_AFTER = 20.0
 
 
 def payment_send_create(*, payment: Payment) -> Payment:
@@ -63,7 +69,10 @@ def _answer(payment: Payment, body: dict[str, Any], *, first: bool) -> ProviderP
         return get_client().create_payment(body=body, idempotency_key=payment.idempotency_key)
     except Throttled as exc:
         # "Slow down": not processed. The same request, with its key, goes again after the
-        # wait asked for (the task's retry); the shopper's page keeps saying "processing".
+        # wait asked for (the task's retry), the shopper who clicked earliest first; the
+        # shopper's page keeps saying "processing".
+        waited = (timezone.now() - payment.created_at).total_seconds()
+        exc.seniority = min(1.0, waited / SENIOR_AFTER)
         logger.info(
             "payment %s: create throttled, sent again in %.0f s", payment.pk, exc.retry_after
         )

@@ -5,10 +5,13 @@ and the payment is made once."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
+import time_machine
 from django.test import Client
+from django.utils import timezone
 
 from checkout.models import Order, Product
 from payments.attempts.calls import payment_send_create
@@ -76,10 +79,15 @@ def test_a_throttled_create_is_never_told_to_the_shopper_as_failed(
     taken = attempt(browser, order, token(shop), settle=False)
     payment = Payment.objects.get(external_reference=order.reference)
 
-    # When the create is sent three times
-    for _ in range(3):
+    # When the create is sent three times, the last 30 s after the shopper clicked
+    for _ in range(2):
         with pytest.raises(PaymentOutcomeUnknown):
             payment_send_create(payment=payment)
+    with time_machine.travel(timezone.now() + timedelta(seconds=30)):
+        with pytest.raises(PaymentOutcomeUnknown) as caught:
+            payment_send_create(payment=payment)
+    # Then the create held back longest is sent again first (the least jitter)
+    assert caught.value.__cause__.seniority == 1.0  # type: ignore[union-attr]
 
     # Then the page still says "processing", the attempt keeps its request, nothing is made
     body = status_of(browser, order).json()

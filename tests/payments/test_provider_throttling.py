@@ -251,3 +251,15 @@ def test_the_sandboxs_rate_limit_is_waited_as_its_retry_after_says(provider: Api
         assert (seen["accepted"], seen["refused"]) == (2, 1)
     finally:
         provider.request("DELETE", "/_sandbox/rate_limits")
+
+
+def test_the_work_held_back_longest_comes_back_first() -> None:
+    """A throttled request that has waited longest gets the least jitter: it comes back at the
+    start of the wait asked for, ahead of those held back since a moment ago."""
+    fresh = Throttled("slow down", http_status=429, retry_after=2.0)
+    senior = Throttled("slow down", http_status=429, retry_after=2.0)
+    senior.seniority = 1.0
+    fresh_waits = [asked_wait(fresh) or 0 for _ in range(300)]
+    senior_waits = [asked_wait(senior) or 0 for _ in range(300)]
+    assert all(2.0 <= w <= 2.2 for w in senior_waits)
+    assert all(2.0 <= w <= 4.0 for w in fresh_waits) and max(fresh_waits) > 3.0
