@@ -29,6 +29,8 @@ from django.conf import settings
 from django.core import signing
 from django.core.cache import cache
 
+from core.cache_redis import cache_redis, cache_redis_kept
+
 logger = logging.getLogger(__name__)
 
 COOKIE = "shop_turn"
@@ -47,23 +49,12 @@ class Turn:
     position: int | None
 
 
-def _redis():  # type: ignore[no-untyped-def]
-    from django_redis import get_redis_connection
-
-    return get_redis_connection("default")
-
-
-def redis_kept() -> bool:
-    """Whether the admission has its Redis (the cache is django-redis)."""
-    return "django_redis" in str(settings.CACHES["default"]["BACKEND"])
-
-
 def pace() -> float:
     """New shoppers let in a second: the operator's pace if one is set, else the setting's."""
-    if not redis_kept():
+    if not cache_redis_kept():
         return 0.0
     try:
-        chosen = _redis().get(PACE)
+        chosen = cache_redis().get(PACE)
     except Exception:
         return float(settings.SHOP_ADMISSION_PER_SECOND)
     return float(chosen) if chosen is not None else float(settings.SHOP_ADMISSION_PER_SECOND)
@@ -72,9 +63,9 @@ def pace() -> float:
 def pace_set(per_second: float | None) -> None:
     """The pace for every process from now on (None: back to SHOP_ADMISSION_PER_SECOND)."""
     if per_second is None:
-        _redis().delete(PACE)
+        cache_redis().delete(PACE)
     else:
-        _redis().set(PACE, repr(float(per_second)))
+        cache_redis().set(PACE, repr(float(per_second)))
 
 
 def turn_for(cookie: str | None) -> Turn:
@@ -88,7 +79,7 @@ def turn_for(cookie: str | None) -> Turn:
         return Turn(_stay(now), None)
     try:
         let_in = _let_in(now, per_second)  # before this ticket: a second's pace past the others
-        ticket = held.get("ticket") or int(_redis().incr(TICKETS))
+        ticket = held.get("ticket") or int(cache_redis().incr(TICKETS))
     except Exception as exc:  # Redis away: let everyone in
         logger.warning("admission not kept (%s): let in", exc)
         return Turn(_stay(now), None)
@@ -101,7 +92,7 @@ def _let_in(now: float, per_second: float) -> int:
     """The last ticket let in, moved on by the pace for the seconds since it last moved (two at
     most), by the first request of each second, and never more than a second's pace past the
     last ticket given."""
-    redis, second = _redis(), int(now)
+    redis, second = cache_redis(), int(now)
     if redis.set(cache.make_key(f"admission:second:{second}"), 1, nx=True, ex=5):
         given, let_in, moved = (int(value or 0) for value in redis.mget(TICKETS, NEXT, MOVED))
         seconds = min(2, second - moved) if moved else 1
@@ -128,7 +119,7 @@ def _read(cookie: str | None) -> dict[str, float]:
 def admission_figures() -> tuple[float, int]:
     """(the pace, shoppers waiting now: tickets given and not let in yet); (0, 0) without
     Redis."""
-    if not redis_kept():
+    if not cache_redis_kept():
         return 0.0, 0
-    given, let_in = (int(value or 0) for value in _redis().mget(TICKETS, NEXT))
+    given, let_in = (int(value or 0) for value in cache_redis().mget(TICKETS, NEXT))
     return pace(), max(0, given - let_in)

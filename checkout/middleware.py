@@ -52,18 +52,18 @@ def waiting_page(request: HttpRequest, position: int) -> HttpResponse:
     """The queue's page: where the shopper stands, asked again by itself every few seconds (a
     form sent while waiting asks for the cart's page instead: a refresh asks with GET)."""
     every = settings.SHOP_ADMISSION_REFRESH_SECONDS
-    again = (
-        request.get_full_path() if request.method in ("GET", "HEAD") else reverse("checkout:cart")
-    )
+    if request.method in ("GET", "HEAD"):
+        again, refresh = request.get_full_path(), str(every)
+    else:
+        again = reverse("checkout:cart")
+        refresh = f"{every}; url={again}"
     response = render(
         request,
         "checkout/waiting.html",
         {"shop_name": settings.SHOP_NAME, "position": position, "refresh_seconds": every,
          "again": again},
     )  # fmt: skip
-    response["Refresh"] = (
-        str(every) if again == request.get_full_path() else f"{every}; url={again}"
-    )
+    response["Refresh"] = refresh
     response["X-Shop-Queue-Position"] = str(position)
     add_never_cache_headers(response)
     return response

@@ -26,11 +26,7 @@ from checkout.services import (
     order_create_from_cart,
 )
 from checkout.services.payment_page import order_pending_challenge
-from checkout.services.reservations import (
-    late_payment,
-    order_expire_if_over,
-    reservations_expire,
-)
+from checkout.services.reservations import late_payment, order_expire_if_over, reservations_expire
 from checkout.task_names import ORDERS_LIST_MAIL_TASK
 from core.security import sdk_url
 from core.task_queue import send_now

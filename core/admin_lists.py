@@ -36,6 +36,8 @@ from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from core.errors import Refusal
+
 # A provider payment (or subscription) id: a UUID, with or without its dashes.
 PROVIDER_ID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}", re.I)
 LAST_FOUR = re.compile(r"\d{4}")
@@ -147,12 +149,8 @@ NOT_A_RANGE = _(
 )
 
 
-class DateRefused(Exception):
+class DateRefused(Refusal):
     """Dates of the address that the list does not filter by; `message` says why."""
-
-    def __init__(self, message: Any) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 def _number(value: str) -> int:

@@ -20,7 +20,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from checkout import metrics as checkout_metrics
-from checkout.admission import admission_figures, redis_kept
+from checkout.admission import admission_figures
+from core.cache_redis import cache_redis_kept
 from monitoring import heartbeats
 from payments import metrics as payments_metrics
 from webhooks import metrics as webhooks_metrics
@@ -166,7 +167,7 @@ class ShopStateCollector(Collector):
         yield beat
 
     def _admission(self) -> Iterator[GaugeMetricFamily]:
-        if not redis_kept():
+        if not cache_redis_kept():
             return
         try:
             per_second, waiting = admission_figures()

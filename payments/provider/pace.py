@@ -22,6 +22,7 @@ import time
 from django.conf import settings
 from django.core.cache import cache
 
+from core.cache_redis import cache_redis
 from payments.metrics import provider_write_paced
 from payments.provider.errors import Throttled
 
@@ -60,10 +61,9 @@ def _take(second: int) -> int | None:
     """The number this write takes in `second` (None: the count could not be kept)."""
     key = KEY.format(second=second)
     try:
-        if "django_redis" in settings.CACHES["default"]["BACKEND"]:
-            from django_redis import get_redis_connection
-
-            pipe = get_redis_connection("default").pipeline(transaction=False)
+        redis = cache_redis()
+        if redis is not None:
+            pipe = redis.pipeline(transaction=False)
             pipe.incr(cache.make_key(key))
             pipe.expire(cache.make_key(key), 5)
             return int(pipe.execute()[0])

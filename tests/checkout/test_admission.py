@@ -134,7 +134,7 @@ def test_redis_away_lets_everyone_in(monkeypatch: pytest.MonkeyPatch, taza: Prod
     def away() -> Any:
         raise ConnectionError("Redis is away")
 
-    monkeypatch.setattr(admission, "_redis", away)
+    monkeypatch.setattr(admission, "cache_redis", away)
     answers = [home(shopper()) for _ in range(5)]
     assert [(a.status_code, position(a)) for a in answers] == [(200, None)] * 5
 

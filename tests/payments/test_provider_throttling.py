@@ -123,15 +123,20 @@ def test_a_throttled_create_task_comes_back_after_the_wait_asked_for(monkeypatch
 # --- Staff actions --------------------------------------------------------------------------------
 
 
+def capture_asked(provider: Api, client: Client, admin_user: Any) -> tuple[Any, StaffAction]:
+    """A $250.00 authorization whose full capture a staff member asked in the admin."""
+    payment = authorized(provider, amount="250.00")
+    client.force_login(admin_user)
+    ask(client, action_url("capture", payment), {"amount": "250.00"})
+    return payment, StaffAction.objects.get()
+
+
 @pytest.mark.django_db
 @pytest.mark.usefixtures("in_english")
 def test_a_throttled_capture_runs_again_with_its_key_then_captures_once(
     provider: Api, client: Client, admin_user: Any
 ) -> None:
-    payment = authorized(provider, amount="250.00")
-    client.force_login(admin_user)
-    ask(client, action_url("capture", payment), {"amount": "250.00"})
-    action = StaffAction.objects.get()
+    payment, action = capture_asked(provider, client, admin_user)
     take_queued_with_eta(current_app)
     fault = provider.add_fault(path="/payments", method="PATCH", status=429, times=2)
 
@@ -161,10 +166,7 @@ def test_a_throttled_capture_runs_again_with_its_key_then_captures_once(
 def test_a_capture_throttled_past_its_runs_is_said_as_not_done(
     provider: Api, client: Client, admin_user: Any
 ) -> None:
-    payment = authorized(provider, amount="250.00")
-    client.force_login(admin_user)
-    ask(client, action_url("capture", payment), {"amount": "250.00"})
-    action = StaffAction.objects.get()
+    payment, action = capture_asked(provider, client, admin_user)
     StaffAction.objects.filter(pk=action.pk).update(runs=THROTTLED_RUNS - 1)
     provider.add_fault(path="/payments", method="PATCH", status=429)
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from checkout.admission import admission_figures, pace_set, redis_kept
+from checkout.admission import admission_figures, pace_set
+from core.cache_redis import cache_redis_kept
 
 
 class Command(BaseCommand):
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         chosen.add_argument("--default", action="store_true", help="SHOP_ADMISSION_PER_SECOND")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if not redis_kept():
+        if not cache_redis_kept():
             raise CommandError("The admission needs Redis (REDIS_URL): there is no queue.")
         if options["per_second"] is not None:
             if options["per_second"] < 0:
