@@ -1,7 +1,12 @@
 """The sale day's admission: past the shop's capacity, new shoppers are let in at the pace the
-shop serves (SHOP_ADMISSION_PER_SECOND), first come first in; the others wait their turn on a
-page that says where they stand and lets them in by itself. The shoppers let in keep the shop's
-pace instead of every shopper slowing down.
+shop serves, first come first in; the others wait their turn on a page that says where they
+stand and lets them in by itself. The shoppers let in keep the shop's pace instead of every
+shopper slowing down.
+
+The pace sizes itself (`checkout.admission_pace`): every process counts how long the pages it
+served took, and once a second the pace rises while the pages stay fast and someone waits, and
+falls when they slow, between SHOP_ADMISSION_MIN_PER_SECOND and SHOP_ADMISSION_MAX_PER_SECOND.
+A number in SHOP_ADMISSION_PER_SECOND fixes it instead (0: no queue).
 
 A shopper's turn is a signed cookie (`shop_turn`; no session is written for it): first a ticket
 (its number in the queue), then, once let in, a stay of SHOP_ADMISSION_STAY_MINUTES during which
@@ -29,6 +34,7 @@ from django.conf import settings
 from django.core import signing
 from django.core.cache import cache
 
+from checkout import admission_pace
 from core.cache_redis import cache_redis, cache_redis_kept
 
 logger = logging.getLogger(__name__)
@@ -50,18 +56,31 @@ class Turn:
 
 
 def pace() -> float:
-    """New shoppers let in a second: the operator's pace if one is set, else the setting's."""
+    """New shoppers let in a second: the operator's pace if one is set, else the setting's if
+    it names one, else the pace the shop found for itself."""
     if not cache_redis_kept():
         return 0.0
+    fixed = settings.SHOP_ADMISSION_PER_SECOND
     try:
-        chosen = cache_redis().get(PACE)
+        chosen, found = cache_redis().mget(PACE, admission_pace.FOUND)
     except Exception:
-        return float(settings.SHOP_ADMISSION_PER_SECOND)
-    return float(chosen) if chosen is not None else float(settings.SHOP_ADMISSION_PER_SECOND)
+        return float(fixed if fixed is not None else settings.SHOP_ADMISSION_MIN_PER_SECOND)
+    if chosen is not None:
+        return float(chosen)
+    return float(fixed) if fixed is not None else admission_pace.found_or_floor(found)
+
+
+def pace_kind() -> str:
+    """Who sets the pace now: "operator" (`manage.py admission`), "setting" (a number in
+    SHOP_ADMISSION_PER_SECOND), "measured" (the shop itself)."""
+    if cache_redis_kept() and cache_redis().get(PACE) is not None:
+        return "operator"
+    return "setting" if settings.SHOP_ADMISSION_PER_SECOND is not None else "measured"
 
 
 def pace_set(per_second: float | None) -> None:
-    """The pace for every process from now on (None: back to SHOP_ADMISSION_PER_SECOND)."""
+    """The pace for every process from now on (None: back to the setting's, or the measured
+    one)."""
     if per_second is None:
         cache_redis().delete(PACE)
     else:
@@ -95,6 +114,8 @@ def _let_in(now: float, per_second: float) -> int:
     redis, second = cache_redis(), int(now)
     if redis.set(cache.make_key(f"admission:second:{second}"), 1, nx=True, ex=5):
         given, let_in, moved = (int(value or 0) for value in redis.mget(TICKETS, NEXT, MOVED))
+        if pace_kind() == "measured":  # once a second, by the request that moves the queue
+            per_second = admission_pace.adapt(redis, second, waiting=given - let_in)
         seconds = min(2, second - moved) if moved else 1
         step = max(1, round(per_second * seconds))
         redis.mset({NEXT: min(let_in + step, given + max(1, round(per_second))), MOVED: second})
@@ -123,3 +144,11 @@ def admission_figures() -> tuple[float, int]:
         return 0.0, 0
     given, let_in = (int(value or 0) for value in cache_redis().mget(TICKETS, NEXT))
     return pace(), max(0, given - let_in)
+
+
+def page_p95() -> float | None:
+    """The served pages' p95 over the last seconds, in seconds (None: none served, or no
+    Redis)."""
+    if not cache_redis_kept():
+        return None
+    return admission_pace.recent_p95(cache_redis(), int(time.time()))

@@ -128,7 +128,7 @@ class PayAttemptView(JSONAPIView):
     )
     @sensitive_variables("serializer", "attempt")
     def post(self, request: Request, reference: str) -> Response:
-        order = own_order(request, reference)
+        order = own_order(request, reference, items=False)
         try:
             exceeded = payment_attempts_exceeded(request._request)
         except LimitsUnavailable:
@@ -191,7 +191,7 @@ class PaymentStatusView(JSONAPIView):
         **STATUS,
     )
     def get(self, request: Request, reference: str) -> Response:
-        order = own_order(request, reference)
+        order = own_order(request, reference, items=False)
         payment_id = request.query_params.get("payment_id", "")[:64]
         refresh = not status_checks_exceeded(request._request)
         return _answer(

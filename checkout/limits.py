@@ -14,6 +14,7 @@ from django.utils import timezone
 from django_ratelimit.core import _split_rate, is_ratelimited
 
 from checkout.models import Order
+from core.sessions import session_identity
 from payments.models import Payment
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ def _rate(rate: str) -> tuple[int, int]:
 
 
 def _session_or_address(group: str, request: HttpRequest) -> str:
-    return request.session.session_key or f"address:{request.META.get('REMOTE_ADDR', '')}"
+    return session_identity(request.session) or f"address:{request.META.get('REMOTE_ADDR', '')}"
 
 
 def _counted(request: HttpRequest, what: str, per_session: str, per_address: str) -> bool:

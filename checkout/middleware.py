@@ -1,10 +1,12 @@
 """The sale day's admission at the storefront's door (checkout.admission): the shopping pages
-let a browser in by its turn, or answer the waiting page. Pages of an order already placed
+let a browser in by its turn, or answer the waiting page; every page served is counted by the
+time it took, which sets the pace (checkout.admission_pace). Pages of an order already placed
 (paying, its status, the order itself), the admin, the API, webhooks and health checks are
 never held back."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +17,7 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 
 from checkout.admission import COOKIE, turn_for
+from checkout.admission_pace import page_served
 
 # The pages of shopping, before an order exists (checkout.urls names).
 HELD_BACK = frozenset({"home", "product", "cart", "cart_add", "cart_update", "cart_remove",
@@ -26,7 +29,10 @@ class AdmissionMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
         response = self.get_response(request)
+        if getattr(request, "shop_served", False):  # the pace follows what the pages take
+            page_served(time.perf_counter() - started)
         turn = getattr(request, "shop_turn", None)
         if turn and request.COOKIES.get(COOKIE) != turn:
             response.set_cookie(
@@ -39,11 +45,15 @@ class AdmissionMiddleware:
         self, request: HttpRequest, view: Any, args: Any, kwargs: Any
     ) -> HttpResponse | None:
         match = request.resolver_match
-        if match is None or match.namespace != "checkout" or match.url_name not in HELD_BACK:
+        if match is None or match.namespace != "checkout":
+            return None
+        if match.url_name not in HELD_BACK:
+            request.shop_served = True  # type: ignore[attr-defined]
             return None
         turn = turn_for(request.COOKIES.get(COOKIE))
         request.shop_turn = turn.cookie  # type: ignore[attr-defined]
         if turn.position is None:
+            request.shop_served = True  # type: ignore[attr-defined]
             return None
         return waiting_page(request, turn.position)
 

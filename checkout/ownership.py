@@ -17,12 +17,13 @@ def remember_order(request: HttpRequest, order: Order) -> None:
     request.session[SESSION_ORDERS] = [*orders[-19:], order.reference]
 
 
-def own_order(request: HttpRequest, reference: str) -> Order:
+def own_order(request: HttpRequest, reference: str, *, items: bool = True) -> Order:
     """Only the browser session that placed an order can see or pay it (404 for any other,
-    exactly as for an order that does not exist)."""
+    exactly as for an order that does not exist). `items`: read its lines too (the pages that
+    show them), else the order alone (the JSON endpoints)."""
     if reference not in request.session.get(SESSION_ORDERS, []):
         raise Http404
-    return _order(reference)
+    return _order(reference, items=items)
 
 
 def linked_order(request: HttpRequest, reference: str, token: str) -> Order:
@@ -35,5 +36,6 @@ def linked_order(request: HttpRequest, reference: str, token: str) -> Order:
     return order
 
 
-def _order(reference: str) -> Order:
-    return get_object_or_404(Order.objects.prefetch_related("items"), reference=reference)
+def _order(reference: str, *, items: bool = True) -> Order:
+    orders = Order.objects.prefetch_related("items") if items else Order.objects
+    return get_object_or_404(orders, reference=reference)

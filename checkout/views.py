@@ -151,15 +151,17 @@ def _place_order(request: HttpRequest, cart: Cart, form: CheckoutForm) -> HttpRe
 @never_cache  # "back" after paying asks again, and lands on the order's page
 @require_GET
 def pay(request: HttpRequest, reference: str) -> HttpResponse:
-    order = order_expire_if_over(order_as_paid_now(own_order(request, reference)))
+    order = own_order(request, reference)
+    attempts = order_payments(order)  # read once for the whole page
+    order = order_expire_if_over(order_as_paid_now(order, attempts))
     # A 3-D Secure challenge still pending as the shop last heard is opened again (a reload);
     # a read of it is queued, within the session's status checks.
     challenge = None
     if order.is_payable:
         challenge = order_pending_challenge(
-            order, may_read=lambda: not status_checks_exceeded(request)
+            order, may_read=lambda: not status_checks_exceeded(request), attempts=attempts
         )
-    if not order_as_paid_now(order).is_payable:
+    if not order.is_payable:
         return redirect("checkout:order", reference=reference)
     methods = payment_methods_for(total=order.total)
     patterns = {

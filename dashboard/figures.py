@@ -40,8 +40,10 @@ from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from checkout.admission import admission_figures, pace_kind, page_p95
 from checkout.models import TO_SHIP, Order, OrderMail
 from checkout.services.mail import unsent_for
+from core.cache_redis import cache_redis_kept
 from payments.models import (
     AUTHORIZATION_VALIDITY,
     CHARGE_ENTRY,
@@ -134,6 +136,28 @@ class Attention:
 
 
 @dataclass(frozen=True)
+class Admission:
+    """The sale day's queue now: the pace new shoppers are let in at, who sets it, how many
+    wait, and the pages' p95 the pace follows (seconds; None: too few pages)."""
+
+    pace: float
+    set_by: str
+    waiting: int
+    page_p95: float | None
+
+
+def admission_now() -> Admission | None:
+    """The queue's figures (None: no Redis, or it cannot be read)."""
+    if not cache_redis_kept():
+        return None
+    try:
+        pace, waiting = admission_figures()
+        return Admission(pace, pace_kind(), waiting, page_p95())
+    except Exception:  # the cache's server is down: the rest of the page still shows
+        return None
+
+
+@dataclass(frozen=True)
 class Dashboard:
     today: date
     week_start: date
@@ -141,10 +165,11 @@ class Dashboard:
     to_ship: int | None = None
     held: Held | None = None
     attention: Attention = field(default_factory=Attention)
+    admission: Admission | None = None
 
     @property
     def shown(self) -> bool:
-        parts = (self.sales, self.to_ship, self.held)
+        parts = (self.sales, self.to_ship, self.held, self.admission)
         return any(part is not None for part in parts) or self.attention.any_shown
 
 
@@ -312,4 +337,5 @@ def owner_dashboard(*, user: Any, now: datetime | None = None) -> Dashboard:
         to_ship=orders_to_ship() if orders else None,
         held=money_held(now=now) if payments else None,
         attention=attention,
+        admission=admission_now() if orders else None,
     )

@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from checkout import metrics as checkout_metrics
-from checkout.admission import admission_figures
+from checkout.admission import admission_figures, pace_kind, page_p95
 from core.cache_redis import cache_redis_kept
 from monitoring import heartbeats
 from payments import metrics as payments_metrics
@@ -171,15 +171,25 @@ class ShopStateCollector(Collector):
             return
         try:
             per_second, waiting = admission_figures()
+            p95, kind = page_p95(), pace_kind()
         except Exception as exc:  # the cache's server is down
             logger.warning("metrics: admission not read: %s", type(exc).__name__)
             return
         pace = GaugeMetricFamily(
             "shop_admission_pace",
-            "New shoppers the sale day's admission lets in a second (0: no queue).",
+            "New shoppers the sale day's admission lets in a second (0: no queue); `set_by`: "
+            "measured (the shop's own), setting or operator.",
+            labels=["set_by"],
         )
-        pace.add_metric([], per_second)
+        pace.add_metric([kind], per_second)
         yield pace
+        served = GaugeMetricFamily(
+            "shop_admission_page_p95_seconds",
+            "p95 of the shop's pages served over the last seconds, as the pace reads it "
+            "(-1: too few pages).",
+        )
+        served.add_metric([], -1.0 if p95 is None else p95)
+        yield served
         queue = GaugeMetricFamily(
             "shop_admission_waiting", "Shoppers waiting their turn to come into the shop."
         )

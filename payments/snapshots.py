@@ -103,13 +103,14 @@ def _held(payment: Payment) -> tuple[object, ...]:
 
 def _read_unchanged(payment: Payment, now: datetime, *, scheduled: bool) -> None:
     """Record a read that brought nothing new: when it was made and the schedule's next read,
-    and nothing else (`updated_at` stays the time of the last change)."""
+    and nothing else (`updated_at` stays the time of the last change; the create request as
+    the caller holds it: dropped once answered)."""
     payment.last_synced_at = now
     if scheduled:
         advance(payment, now=now)
     else:
         restart(payment, now=now)
-    payment.save(update_fields=["last_synced_at", *SCHEDULE_FIELDS])
+    payment.save(update_fields=["last_synced_at", "create_request", *SCHEDULE_FIELDS])
 
 
 def apply_snapshot(
@@ -170,13 +171,17 @@ def apply_in_transaction(
     amount: Decimal | None = None,
     release_intent: bool = False,
     scheduled: bool = False,
+    forget_request: bool = False,
 ) -> Payment:
     """Lock the payment and apply the snapshot in a transaction of its own; `release_intent`
-    also releases a staff action's claim. An illegal move is recorded as an anomaly (the claim
-    released all the same) and raises `IllegalTransition`."""
+    also releases a staff action's claim; `forget_request` drops the kept create request in
+    the same write (the provider has answered it). An illegal move is recorded as an anomaly
+    (the claim released all the same) and raises `IllegalTransition`."""
     try:
         with transaction.atomic():
             payment = Payment.objects.select_for_update().get(pk=payment_pk)
+            if forget_request:
+                payment.create_request = ""
             apply_snapshot(
                 payment, remote, kind=kind, actor=actor, amount=amount, scheduled=scheduled
             )

@@ -82,10 +82,11 @@ class _SendCreate(ShopTask):
 
 
 def _send_create(payment_id: int) -> str:
-    payment = Payment.objects.filter(pk=payment_id).first()
-    if payment is None:
+    # The service reads the payment as it is now (an instance naming it is enough).
+    try:
+        return payment_send_create(payment=Payment(pk=payment_id)).status
+    except Payment.DoesNotExist:
         return "gone"
-    return payment_send_create(payment=payment).status
 
 
 RETRY_UNCONFIRMED = PROVIDER_UNCONFIRMED.on(PaymentOutcomeUnknown)

@@ -41,35 +41,33 @@ SWEEP_LIMIT = 500
 ORDERS_LISTED = 20
 
 
-def queue_order_mails(order: Order) -> list[int]:
+def queue_order_mails(
+    order: Order, *, new: bool = False, attempts: list[Payment] | None = None
+) -> list[int]:
     """Create the order's mails that are now due and not yet there, and queue each new one's
     send task once the caller's transaction commits. Call it inside the transaction that
-    changed the order, with the order row locked (`select_for_update`); it may run any number
-    of times (duplicate notifications, retries): a mail is created, and queued, once. Returns
-    the ids of the mails it created."""
-    due = order_mails_due(order)
+    changed the order, with the order row locked (`select_for_update`: no other transaction
+    creates its mails meanwhile); it may run any number of times (duplicate notifications,
+    retries): a mail is created, and queued, once. Returns the ids of the mails it created.
+    `new`: the order was created in this transaction (no ledger, no mail yet: nothing is
+    read); `attempts`: its payments, when the caller has just read them under the lock."""
+    due = order_mails_due(order, new=new, attempts=attempts)
+    if due and not new:
+        keys = [d.key for d in due]
+        existing = set(
+            OrderMail.objects.filter(order=order, key__in=keys).values_list("key", flat=True)
+        )
+        due = [d for d in due if d.key not in existing]
     if not due:
         return []
-    existing = set(
-        OrderMail.objects.filter(order=order, key__in=[d.key for d in due]).values_list(
-            "key", flat=True
-        )
+    mails = OrderMail.objects.bulk_create(
+        OrderMail(order=order, key=d.key, kind=d.kind, amount=d.amount, released=d.released)
+        for d in due
     )
-    created: list[int] = []
-    for item in due:
-        if item.key in existing:
-            continue
-        mail, new = OrderMail.objects.get_or_create(
-            order=order,
-            key=item.key,
-            defaults={"kind": item.kind, "amount": item.amount, "released": item.released},
-        )
-        if new:
-            created.append(mail.pk)
-            queue_on_commit(MAIL_SEND_TASK, mail.pk)
-    if created:
-        logger.info("order %s: %d mail(s) queued", order.reference, len(created))
-    return created
+    for mail in mails:
+        queue_on_commit(MAIL_SEND_TASK, mail.pk)
+    logger.info("order %s: %d mail(s) queued", order.reference, len(mails))
+    return [mail.pk for mail in mails]
 
 
 # --- Rendering --------------------------------------------------------------------------------

@@ -118,9 +118,12 @@ def _accepted(payments: dict[int, Payment], events: list[PaymentEvent]) -> dict[
     return accepted
 
 
-def _ledgers(order: Order) -> tuple[dict[int, Payment], list[PaymentEvent], list[OrderEvent]]:
-    """The order's payments, their ledger and its own, oldest first."""
-    payments = {p.pk: p for p in order_payments(order)}
+def _ledgers(
+    order: Order, attempts: list[Payment] | None = None
+) -> tuple[dict[int, Payment], list[PaymentEvent], list[OrderEvent]]:
+    """The order's payments (`attempts`, read here if not given), their ledger and its own,
+    oldest first."""
+    payments = {p.pk: p for p in (order_payments(order) if attempts is None else attempts)}
     events = list(
         PaymentEvent.objects.filter(payment__in=list(payments)).order_by("created_at", "id")
     )
@@ -275,12 +278,16 @@ def _payments_returned(state: _State) -> list[DueMail]:
     return due
 
 
-def order_mails_due(order: Order) -> list[DueMail]:
+def order_mails_due(
+    order: Order, *, new: bool = False, attempts: list[Payment] | None = None
+) -> list[DueMail]:
     """Every mail the order's state calls for (sent or not), from its status, its ledger
     (shipments, expiry) and its payments' ledger. Idempotent: the same state gives the same
     keys, so duplicate notifications and retries can only find them already there. Events
-    older than MAIL_HORIZON are not news: they are not mailed."""
-    payments, events, order_events = _ledgers(order)
+    older than MAIL_HORIZON are not news: they are not mailed. `new`: an order just created,
+    in this transaction: it has no payments and no ledger yet (nothing is read); `attempts`:
+    its payments, when the caller has just read them."""
+    payments, events, order_events = ({}, [], []) if new else _ledgers(order, attempts)
     accepted = _accepted(payments, events)
     state = _State(
         order=order,

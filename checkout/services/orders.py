@@ -94,7 +94,7 @@ def order_create_from_cart(
             )
             for pk, quantity in wanted.items()
         )
-        queue_order_mails(order)
+        queue_order_mails(order, new=True)
         for pk in sorted(wanted):
             taken = Product.objects.filter(pk=pk, active=True, stock__gte=wanted[pk]).update(
                 stock=F("stock") - wanted[pk]
@@ -162,7 +162,7 @@ def order_sync_status(*, order_id: int) -> Order | None:
             if order.fulfilment == Fulfilment.UNFULFILLED:
                 Order.objects.filter(pk=order.pk).update(fulfilment=Fulfilment.CANCELLED)
             order_restock_unshipped(order)
-        queue_order_mails(order)
+        queue_order_mails(order, attempts=attempts)
     return order
 
 
@@ -242,10 +242,10 @@ def _out_of_step(order: Order, attempts: list[Payment]) -> bool:
     return status_given(order, attempts) != order.status
 
 
-def order_as_paid_now(order: Order) -> Order:
-    """An order still waiting for its payment, with the status its payments give it now, for
-    what the shopper sees and may do right after paying (its stored status follows by
-    `order_sync_task`, a moment later). Not saved."""
+def order_as_paid_now(order: Order, attempts: list[Payment] | None = None) -> Order:
+    """An order still waiting for its payment, with the status its payments (`attempts`, read
+    here if not given) give it now, for what the shopper sees and may do right after paying
+    (its stored status follows by `order_sync_task`, a moment later). Not saved."""
     if order.is_payable:
-        order.status = derive_order_status(order_payments(order))
+        order.status = derive_order_status(order_payments(order) if attempts is None else attempts)
     return order

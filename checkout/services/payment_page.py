@@ -109,9 +109,10 @@ def order_pay(
     `installments` interest-free monthly payments (checked by `checkout.installments`), and
     queue its create: the outcome is `processing` until a task has the provider's answer."""
     attempt_key = f"{order.reference}-{attempt_id}"
-    earlier = Payment.objects.filter(idempotency_key=attempt_key).first()
+    attempts = order_payments(order)  # the key names the order: its attempts hold it if made
+    earlier = next((p for p in attempts if p.idempotency_key == attempt_key), None)
     if earlier is not None:  # a retry of this very attempt (a double click, a lost answer)
-        return outcome_of(order, earlier)
+        return outcome_of(order, earlier, attempts)
     if reservation_over(order) and order_expire(order_id=order.pk):
         raise CheckoutError(
             _(
@@ -119,7 +120,7 @@ def order_pay(
                 "Please place the order again."
             )
         )
-    if not order_as_paid_now(order).is_payable:
+    if not order_as_paid_now(order, attempts).is_payable:
         raise CheckoutError(_("This order is already paid or closed."))
     try:
         payment = payment_attempt_store(
@@ -140,19 +141,24 @@ def order_pay(
         # An earlier attempt still on its way blocks this one: the page follows it. Anything
         # else (an amount or a plan the provider does not take) failed outright.
         following = isinstance(exc, PaymentAttemptBlocked | PaymentInProgress)
-        order_status = derive_order_status(order_payments(order))
+        order_status = derive_order_status(attempts)
         return PaymentOutcome("unknown" if following else "failed", order_status, exc.message)
-    return outcome_of(order, payment)
+    # The attempts as read, and this one: any other would have been refused above.
+    return outcome_of(order, payment, [*(p for p in attempts if p.pk != payment.pk), payment])
 
 
 def order_check_payment(
-    *, order: Order, payment_id: str = "", refresh: bool = True
+    *,
+    order: Order,
+    payment_id: str = "",
+    refresh: bool = True,
+    attempts: list[Payment] | None = None,
 ) -> PaymentOutcome:
-    """Where the latest attempt (or the given one) stands, from the shop's records. A payment
-    waiting for its 3-D Secure challenge is read again by a task if `refresh` (at most one on
-    its way per payment): a message from the browser is a hint, the provider's answer is the
-    proof, and its notification may be late."""
-    attempts = order_payments(order)
+    """Where the latest attempt (or the given one) stands, from the shop's records (the order's
+    `attempts`, read here if not given). A payment waiting for its 3-D Secure challenge is read
+    again by a task if `refresh` (at most one on its way per payment): a message from the
+    browser is a hint, the provider's answer is the proof, and its notification may be late."""
+    attempts = order_payments(order) if attempts is None else attempts
     payment = next((p for p in attempts if payment_id and p.provider_id == payment_id), None)
     if payment is None and not payment_id:
         payment = attempts[-1] if attempts else None
@@ -163,17 +169,23 @@ def order_check_payment(
 
 
 def order_pending_challenge(
-    order: Order, *, may_read: Callable[[], bool] = lambda: True
+    order: Order,
+    *,
+    may_read: Callable[[], bool] = lambda: True,
+    attempts: list[Payment] | None = None,
 ) -> PaymentOutcome | None:
-    """The 3-D Secure challenge of the order's latest attempt, if it is still pending as the
-    shop last heard (a read of it is queued, if `may_read()` allows it): the payment page opens
-    it again after a reload."""
-    attempts = order_payments(order)
+    """The 3-D Secure challenge of the order's latest attempt (of `attempts`, read here if not
+    given), if it is still pending as the shop last heard (a read of it is queued, if
+    `may_read()` allows it): the payment page opens it again after a reload."""
+    attempts = order_payments(order) if attempts is None else attempts
     if not attempts or attempts[-1].status != PaymentStatus.PENDING:
         return None
     if not attempts[-1].three_ds_url:
         return None
     outcome = order_check_payment(
-        order=order, payment_id=attempts[-1].provider_id or "", refresh=may_read()
+        order=order,
+        payment_id=attempts[-1].provider_id or "",
+        refresh=may_read(),
+        attempts=attempts,
     )
     return outcome if outcome.result == "pending" and outcome.three_ds_url else None

@@ -53,7 +53,8 @@ def order_expire(*, order_id: int) -> bool:
         )
         if order is None:
             return False
-        if derive_order_status(order_payments(order)) not in PAYABLE_STATUSES:
+        attempts = order_payments(order)
+        if derive_order_status(attempts) not in PAYABLE_STATUSES:
             return False  # paid or held a moment ago: its sync (queued) moves it
         order.status = OrderStatus.EXPIRED
         order.fulfilment = Fulfilment.CANCELLED
@@ -61,7 +62,7 @@ def order_expire(*, order_id: int) -> bool:
         order_restock_unshipped(order)
         minutes = settings.SHOP_RESERVATION_MINUTES
         record(order, OrderEventKind.EXPIRED, NOT_PAID_IN_TIME(minutes=minutes), None)
-        queue_order_mails(order)
+        queue_order_mails(order, attempts=attempts)
     logger.info("order %s expired; its items are back in stock", order.reference)
     return True
 

@@ -27,3 +27,11 @@ def unbreakable(value: object) -> SafeString:
     """A value that never breaks across lines (an order reference: ORD-7K2QX), as a span that
     can stand in a translated sentence (`blocktranslate with reference=...|unbreakable`)."""
     return format_html('<span class="nowrap">{}</span>', value)
+
+
+@register.filter
+def milliseconds(seconds: float | None) -> str:
+    """Seconds as whole milliseconds (0.25: "250"; an unbounded value: "∞")."""
+    if seconds is None:
+        return ""
+    return "∞" if seconds == float("inf") else f"{seconds * 1000:,.0f}"

@@ -66,6 +66,10 @@ MIDDLEWARE = [
     "checkout.middleware.AdmissionMiddleware",
 ]
 
+# A shopper's session in its signed cookie (no query to read or write it), a signed-in staff
+# member's in the database (core/sessions.py).
+SESSION_ENGINE = "core.sessions"
+
 ROOT_URLCONF = "config.urls"
 # A form refused by the CSRF check gets the shop's own page, in the visitor's language.
 CSRF_FAILURE_VIEW = "core.error_pages.csrf_failure"

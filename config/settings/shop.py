@@ -78,23 +78,36 @@ SANDBOX_PORT = env_int("SANDBOX_PORT", 8001)
 SHOP_BASE_URL = env_str("SHOP_BASE_URL", f"http://127.0.0.1:{SHOP_PORT}")
 SHOP_NAME = env_str("SHOP_NAME", "Tienda Tlali")
 # The sale day's admission (checkout/admission.py): past the shop's capacity, new shoppers are
-# let in at this pace (a second), first come first in; the others wait their turn on a page that
-# lets them in by itself. The shop's capacity on two cores (bench/sale_day.py) is about 9 new
-# shoppers a second who each buy; set it from that benchmark on the shop's own machines, or
-# change it while the shop runs (`manage.py admission`). 0: no queue. Needs Redis.
-SHOP_ADMISSION_PER_SECOND = float(env_decimal("SHOP_ADMISSION_PER_SECOND", "9"))
+# let in at a pace, first come first in; the others wait their turn on a page that lets them in
+# by itself. "auto" (the default): the shop finds the pace from what its pages take
+# (checkout/admission_pace.py); a number fixes it instead; 0: no queue. An operator may set it
+# while the shop runs (`manage.py admission`). Needs Redis.
+SHOP_ADMISSION_PER_SECOND = (
+    None
+    if env_str("SHOP_ADMISSION_PER_SECOND", "auto").strip().lower() == "auto"
+    else float(env_decimal("SHOP_ADMISSION_PER_SECOND", "0"))
+)
+# The pace the shop finds for itself stays between these (new shoppers a second)...
+SHOP_ADMISSION_MIN_PER_SECOND = float(env_decimal("SHOP_ADMISSION_MIN_PER_SECOND", "2"))
+SHOP_ADMISSION_MAX_PER_SECOND = float(env_decimal("SHOP_ADMISSION_MAX_PER_SECOND", "500"))
+# ...and rises while the pages it serves keep their p95 at or under this (milliseconds, in the
+# web process: a shopper's browser adds the network and the server's own queue), falls past it.
+SHOP_ADMISSION_PAGE_P95_MS = env_int("SHOP_ADMISSION_PAGE_P95_MS", 100)
 # A shopper let in is never held back for this long (its cart, its order, its payment).
 SHOP_ADMISSION_STAY_MINUTES = env_int("SHOP_ADMISSION_STAY_MINUTES", 30)
 # How often a waiting page asks again whether its turn came.
 SHOP_ADMISSION_REFRESH_SECONDS = env_int("SHOP_ADMISSION_REFRESH_SECONDS", 2)
 if (
-    SHOP_ADMISSION_PER_SECOND < 0
+    (SHOP_ADMISSION_PER_SECOND is not None and SHOP_ADMISSION_PER_SECOND < 0)
+    or not 0 < SHOP_ADMISSION_MIN_PER_SECOND <= SHOP_ADMISSION_MAX_PER_SECOND
+    or SHOP_ADMISSION_PAGE_P95_MS < 1
     or SHOP_ADMISSION_STAY_MINUTES < 1
     or SHOP_ADMISSION_REFRESH_SECONDS < 1
 ):
     raise ImproperlyConfigured(
-        "SHOP_ADMISSION_PER_SECOND must be 0 or more; SHOP_ADMISSION_STAY_MINUTES and "
-        "SHOP_ADMISSION_REFRESH_SECONDS at least 1"
+        "SHOP_ADMISSION_PER_SECOND must be auto, 0 or more; SHOP_ADMISSION_MIN_PER_SECOND more "
+        "than 0 and at most SHOP_ADMISSION_MAX_PER_SECOND; SHOP_ADMISSION_PAGE_P95_MS, "
+        "SHOP_ADMISSION_STAY_MINUTES and SHOP_ADMISSION_REFRESH_SECONDS at least 1"
     )
 
 PAYMENTS_API_BASE_URL = env_str("PAYMENTS_API_BASE_URL", f"http://127.0.0.1:{SANDBOX_PORT}")

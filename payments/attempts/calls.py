@@ -55,8 +55,10 @@ def payment_send_create(*, payment: Payment) -> Payment:
     remote = _answer(payment, body, first=first)
     if remote is None:
         return payment
-    settled = apply_in_transaction(payment.pk, remote, kind=PaymentEventKind.CREATED)
-    _forget_request(settled)
+    settled = apply_in_transaction(
+        payment.pk, remote, kind=PaymentEventKind.CREATED, forget_request=True
+    )
+    _forget_request(settled)  # when the snapshot was not applied (an older one)
     if not first:
         logger.warning("payment %s confirmed at the provider as %s", payment.pk, remote.id)
     return settled

@@ -128,11 +128,9 @@ def _check_attempt(amount: Decimal, capture_method: str, installments: int) -> N
 
 def _attempt_open(attempt: Payment) -> tuple[Payment, bool]:
     """Store the attempt unless the order is paid or has an attempt in flight: (the attempt,
-    True), or (the same attempt made earlier, False)."""
+    True), or (the same attempt made earlier, False). An attempt's key names its order: the
+    order's attempts, read under their lock, hold it if it was made."""
     key, reference = attempt.idempotency_key, attempt.external_reference
-    existing = Payment.objects.filter(idempotency_key=key).first()
-    if existing is not None:
-        return existing, False
     with transaction.atomic():
         others = list(Payment.objects.select_for_update().filter(external_reference=reference))
         same_attempt = next((p for p in others if p.idempotency_key == key), None)

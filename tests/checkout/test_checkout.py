@@ -12,7 +12,15 @@ from checkout.forms import MEXICAN_STATES, CheckoutForm
 from checkout.models import Order, OrderItem, Product
 from tests.checkout.helpers import REFERENCE_RE, header_cart_count
 from tests.helpers.html import html
-from tests.helpers.shop import CUSTOMER, add_to_cart, cart_of, error_messages, place_order, shopper
+from tests.helpers.shop import (
+    CUSTOMER,
+    add_to_cart,
+    cart_of,
+    error_messages,
+    keep_session,
+    place_order,
+    shopper,
+)
 
 pytestmark = pytest.mark.django_db
 FIELDS = set(CUSTOMER)
@@ -302,7 +310,7 @@ def test_checkout_post_needs_the_csrf_token(make_product) -> None:
     browser = Client(enforce_csrf_checks=True)
     session = browser.session
     session["cart"] = {str(product.pk): 1}
-    session.save()
+    keep_session(browser, session)
     assert browser.post(reverse("checkout:checkout"), CUSTOMER).status_code == 403
     assert Order.objects.count() == 0
 

@@ -36,7 +36,7 @@ from payments.models import (
 )
 from staff_actions.models import StaffAction
 from tests.factories import PaymentFactory
-from tests.helpers.shop import CUSTOMER, own
+from tests.helpers.shop import CUSTOMER, keep_session, own
 from webhooks.models import WebhookEvent, WebhookState
 
 PASSWORD = "a-long-test-password"
@@ -118,7 +118,7 @@ class World:
         own(shop, self.waiting_order)
         session = shop.session
         session["cart"] = {str(self.product.pk): 2}
-        session.save()
+        keep_session(shop, session)
         assert shop.get(reverse("checkout:cart")).status_code == 200
         assert shop.cookies["csrftoken"].value
         return shop

@@ -70,14 +70,15 @@ PREVIOUS_RELEASES_QUEUE = "celery"
 
 
 def test_each_queue_has_its_worker_unit_in_the_procfile_s_pool() -> None:
-    """Processes for the reads (busy in Python), threads for the writes and the shop's tasks
-    (waiting on the provider and the database): as the demo and the benchmarks run them."""
+    """Threads for every queue (the reads, the writes and the shop's tasks wait on the
+    provider and the database far longer than they compute): as the demo and the benchmarks
+    run them."""
     units = _pools([unit["Service"]["ExecStart"].split() for unit in services().values()])
     procfile = _pools([line.split() for line in PROCFILE.read_text().splitlines()])
     assert set(units) == {*settings.CELERY_TASK_QUEUES, PREVIOUS_RELEASES_QUEUE}
     assert units[PREVIOUS_RELEASES_QUEUE] == units[settings.CELERY_QUEUE_SHOP]
     assert units == procfile
-    assert units[settings.CELERY_QUEUE_PROVIDER_READS] == "prefork"
+    assert set(units.values()) == {"threads"}
 
 
 def test_systemd_accepts_the_units(tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from django.conf import settings
 from django.contrib.messages import get_messages
+from django.contrib.sessions.backends.base import SessionBase
 from django.http import HttpResponse
 from django.test import Client
 from django.urls import reverse
@@ -69,8 +71,15 @@ def own(client: Client, order: Order) -> Client:
     """Make `order` one that this browser session placed."""
     session = client.session
     session["orders"] = [*session.get("orders", []), order.reference]
-    session.save()
+    keep_session(client, session)
     return client
+
+
+def keep_session(client: Client, session: SessionBase) -> None:
+    """Save a session changed outside a request and give the browser its cookie (a shopper's
+    session is the cookie's value itself: it changes with what it holds)."""
+    session.save()
+    client.cookies[settings.SESSION_COOKIE_NAME] = session.session_key
 
 
 def error_messages(response: HttpResponse) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from checkout.admission import admission_figures, pace_set
+from checkout.admission import admission_figures, pace_kind, pace_set, page_p95
 from core.cache_redis import cache_redis_kept
 
 
@@ -22,7 +22,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         chosen = parser.add_mutually_exclusive_group()
         chosen.add_argument("--per-second", type=float, help="new shoppers let in a second")
-        chosen.add_argument("--default", action="store_true", help="SHOP_ADMISSION_PER_SECOND")
+        chosen.add_argument(
+            "--default",
+            action="store_true",
+            help="back to SHOP_ADMISSION_PER_SECOND (auto: the pace the shop measures)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not cache_redis_kept():
@@ -34,4 +38,8 @@ class Command(BaseCommand):
         elif options["default"]:
             pace_set(None)
         per_second, waiting = admission_figures()
-        self.stdout.write(f"pace: {per_second:g} new shoppers a second; waiting: {waiting}")
+        p95 = page_p95()
+        self.stdout.write(
+            f"pace: {per_second:g} new shoppers a second; waiting: {waiting}; "
+            f"set by: {pace_kind()}; pages p95: {'-' if p95 is None else f'{p95 * 1000:.0f} ms'}"
+        )

@@ -1,0 +1,155 @@
+"""The admission's pace, found by the shop itself: what its pages take decides how many new
+shoppers a second it lets in (the way Envoy's adaptive concurrency and Netflix's
+concurrency-limits size a limit from the latency they measure).
+
+Every web process counts the pages it served in the last second by how long they took (a
+histogram of a few buckets, kept in the process and added to Redis once a second: one round
+trip a second a process, not one a page). Once a second, the request that moves the queue
+(`checkout.admission._let_in`) reads the last seconds' histograms of every process and moves
+the pace:
+
+- the pages' p95 above SHOP_ADMISSION_PAGE_P95_MS: the pace falls by a quarter (the shop lets
+  in fewer than it serves, and the pages recover);
+- at or under it, while shoppers wait: the pace rises by a tenth (at least half a shopper a
+  second), so that a bigger machine finds its own pace;
+- nobody waiting: it stays (a quiet hour banks no credit);
+
+always between SHOP_ADMISSION_MIN_PER_SECOND and SHOP_ADMISSION_MAX_PER_SECOND. Kept in Redis
+with plain commands, like the queue; Redis away, the queue lets everyone in anyway.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+
+from core.cache_redis import cache_redis, cache_redis_kept
+
+logger = logging.getLogger(__name__)
+
+FOUND = cache.make_key("admission:found")  # the pace the shop found (a float, as text)
+BUCKETS_MS = (25, 50, 75, 100, 150, 200, 250, 300, 400, 500, 750, 1000, 2000)
+WINDOW = 3  # seconds of pages each decision reads (the second under way left out)
+FEWEST = 10  # pages a window needs before its p95 says anything
+RISE, FALL, SMALLEST_RISE = 1.10, 0.75, 0.5
+KEPT = 30  # seconds a second's histogram is kept
+
+
+def _bucket(seconds: float) -> str:
+    milliseconds = seconds * 1000
+    return str(next((bound for bound in BUCKETS_MS if milliseconds <= bound), "inf"))
+
+
+def _key(second: int) -> str:
+    return cache.make_key(f"admission:pages:{second}")
+
+
+class _Served:
+    """This process's pages of the second under way, by bucket, until the next second's first
+    page adds them to Redis."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.second = 0
+        self.counts: dict[str, int] = {}
+
+    def count(self, seconds: float, now: float) -> tuple[int, dict[str, int]] | None:
+        """Count one page; the second just ended and its counts, when this page began a new
+        one."""
+        second, ended = int(now), None
+        with self.lock:
+            if second != self.second:
+                if self.counts:
+                    ended = (self.second, self.counts)
+                self.second, self.counts = second, {}
+            bucket = _bucket(seconds)
+            self.counts[bucket] = self.counts.get(bucket, 0) + 1
+        return ended
+
+
+_served = _Served()
+
+
+def page_served(seconds: float, now: float | None = None) -> None:
+    """Count a page this process served in `seconds`; once a second, add the counts of the
+    second before to Redis (one round trip). Redis away: the counts are dropped."""
+    ended = _served.count(seconds, time.time() if now is None else now)
+    if ended is None or not cache_redis_kept():
+        return
+    second, counts = ended
+    try:
+        pipe = cache_redis().pipeline(transaction=False)
+        for bucket, n in counts.items():
+            pipe.hincrby(_key(second), bucket, n)
+        pipe.expire(_key(second), KEPT)
+        pipe.execute()
+    except Exception as exc:  # the queue lets everyone in while Redis is away
+        logger.debug("admission: pages not counted (%s)", exc)
+
+
+def _window(redis: Any, second: int) -> dict[str, int]:
+    """The pages of the WINDOW seconds before `second`, by bucket, every process's."""
+    pipe = redis.pipeline(transaction=False)
+    for earlier in range(second - WINDOW, second):
+        pipe.hgetall(_key(earlier))
+    counts: dict[str, int] = {}
+    for found in pipe.execute():
+        for bucket, n in found.items():
+            name = bucket.decode() if isinstance(bucket, bytes) else str(bucket)
+            counts[name] = counts.get(name, 0) + int(n)
+    return counts
+
+
+def p95_of(counts: dict[str, int]) -> float | None:
+    """The p95 of a window's pages, in seconds (the upper bound of its bucket); None under
+    FEWEST pages."""
+    total = sum(counts.values())
+    if total < FEWEST:
+        return None
+    seen = 0
+    for bound in (*BUCKETS_MS, "inf"):
+        seen += counts.get(str(bound), 0)
+        if seen >= 0.95 * total:
+            return float("inf") if bound == "inf" else int(bound) / 1000
+    return float("inf")
+
+
+def recent_p95(redis: Any, second: int) -> float | None:
+    """The p95 of the pages served over the last WINDOW seconds (None: too few)."""
+    return p95_of(_window(redis, second))
+
+
+def found_or_floor(found: bytes | str | None) -> float:
+    """The pace the shop found, or the floor before it found one."""
+    floor = float(settings.SHOP_ADMISSION_MIN_PER_SECOND)
+    return float(found) if found is not None else floor
+
+
+def next_pace(current: float, p95: float | None, waiting: int) -> float:
+    """The pace after a second in which the pages' p95 was `p95` (None: too few pages) and
+    `waiting` shoppers were queued."""
+    target = settings.SHOP_ADMISSION_PAGE_P95_MS / 1000
+    low = float(settings.SHOP_ADMISSION_MIN_PER_SECOND)
+    high = float(settings.SHOP_ADMISSION_MAX_PER_SECOND)
+    if p95 is not None and p95 > target:
+        wanted = current * FALL
+    elif waiting > 0:
+        wanted = max(current * RISE, current + SMALLEST_RISE)
+    else:
+        wanted = current
+    return round(min(high, max(low, wanted)), 2)
+
+
+def adapt(redis: Any, second: int, *, waiting: int) -> float:
+    """Move the pace the shop found by what its pages took over the last seconds; the new
+    pace."""
+    current = found_or_floor(redis.get(FOUND))
+    chosen = next_pace(current, p95_of(_window(redis, second)), waiting)
+    if chosen != current:
+        redis.set(FOUND, repr(chosen))
+    return chosen

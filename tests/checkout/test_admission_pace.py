@@ -1,0 +1,148 @@
+"""The admission's pace found by the shop itself (checkout.admission_pace): it rises while the
+pages it serves stay fast and shoppers wait, falls when they slow, stays when nobody waits,
+never leaves its floor and ceiling, and an operator's pace (or a number in the setting)
+overrides it. Counted by the pages the middleware times, through Redis, as every process does."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+import time_machine
+from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from checkout import admission, admission_pace
+from checkout.models import Product
+from core.cache_redis import cache_redis
+from tests.helpers.shop import shopper
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
+
+
+@pytest.fixture
+def measured(settings: Any) -> None:
+    settings.SHOP_ADMISSION_PER_SECOND = None  # "auto": the shop finds the pace
+    settings.SHOP_ADMISSION_MIN_PER_SECOND = 2.0
+    settings.SHOP_ADMISSION_MAX_PER_SECOND = 6.0
+    settings.SHOP_ADMISSION_PAGE_P95_MS = 100
+
+
+@pytest.fixture(autouse=True)
+def fresh_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's counts of pages start empty (another test's are not this one's)."""
+    monkeypatch.setattr(admission_pace, "_served", admission_pace._Served())
+
+
+@pytest.fixture
+def clock() -> Any:
+    now = timezone.now().replace(microsecond=400_000)
+    with time_machine.travel(now, tick=False) as traveller:
+        yield traveller
+
+
+def pages(count: int, seconds: float, clock: Any) -> None:
+    """`count` pages served in the second under way, each in `seconds` (as the middleware
+    counts them); the next second's first page adds them to Redis."""
+    for _ in range(count):
+        admission_pace.page_served(seconds)
+    clock.shift(1)
+    admission_pace.page_served(0.001)
+
+
+def decide(waiting: int) -> float:
+    import time
+
+    return admission_pace.adapt(cache_redis(), int(time.time()), waiting=waiting)
+
+
+@pytest.mark.usefixtures("measured")
+def test_the_pace_rises_while_pages_are_fast_and_shoppers_wait(clock: Any) -> None:
+    assert admission.pace() == 2.0  # the floor, before anything was measured
+    seen = []
+    for _ in range(6):
+        pages(30, 0.02, clock)
+        seen.append(decide(waiting=50))
+    assert seen == [2.5, 3.0, 3.5, 4.0, 4.5, 5.0], seen
+    assert admission.pace() == 5.0
+    assert admission.pace_kind() == "measured"
+
+
+@pytest.mark.usefixtures("measured")
+def test_the_pace_falls_when_pages_slow_and_never_under_its_floor(clock: Any) -> None:
+    cache_redis().set(admission_pace.FOUND, "5.0")
+    seen = []
+    for _ in range(5):
+        pages(30, 0.4, clock)  # every page past the 100 ms asked for
+        seen.append(decide(waiting=50))
+    assert seen == [3.75, 2.81, 2.11, 2.0, 2.0], seen
+
+
+@pytest.mark.usefixtures("measured")
+def test_the_pace_stays_within_its_ceiling_and_when_nobody_waits(clock: Any) -> None:
+    cache_redis().set(admission_pace.FOUND, "5.8")
+    pages(30, 0.02, clock)
+    assert decide(waiting=3) == 6.0  # the ceiling
+    pages(30, 0.02, clock)
+    assert decide(waiting=0) == 6.0  # nobody waits: a quiet hour banks no credit
+    pages(3, 0.9, clock)  # too few pages to say anything
+    assert decide(waiting=10) == 6.0
+
+
+@pytest.mark.usefixtures("measured")
+def test_a_p95_just_over_the_target_is_slow(clock: Any) -> None:
+    cache_redis().set(admission_pace.FOUND, "4.0")
+    admission_pace.page_served(0.01)  # a page of the second before: not counted yet
+    for _ in range(94):
+        admission_pace.page_served(0.01)
+    for _ in range(6):  # 6 of 100 past 100 ms: the p95 is past it
+        admission_pace.page_served(0.3)
+    clock.shift(1)
+    admission_pace.page_served(0.001)
+    assert admission.page_p95() == 0.3
+    assert decide(waiting=5) == 3.0
+
+
+@pytest.mark.usefixtures("measured")
+def test_an_operator_overrides_the_measured_pace(clock: Any) -> None:
+    cache_redis().set(admission_pace.FOUND, "4.0")
+    out = io.StringIO()
+    call_command("admission", "--per-second", "1", stdout=out)
+    assert "pace: 1 new shoppers a second; waiting: 0; set by: operator" in out.getvalue()
+    assert admission.pace() == 1.0
+    call_command("admission", "--default", stdout=out)
+    assert admission.pace() == 4.0 and admission.pace_kind() == "measured"
+
+
+def test_a_number_in_the_setting_fixes_the_pace(settings: Any, clock: Any) -> None:
+    settings.SHOP_ADMISSION_PER_SECOND = 3.0
+    cache_redis().set(admission_pace.FOUND, "5.0")
+    assert admission.pace() == 3.0 and admission.pace_kind() == "setting"
+
+
+@pytest.mark.usefixtures("measured")
+def test_the_queue_lets_in_faster_as_the_shop_measures_fast_pages(
+    taza: Product, clock: Any
+) -> None:
+    """Through the storefront's door: shoppers come faster than the floor lets in; the pages
+    the shop serves are fast, so each second lets in more than the one before."""
+    browsers = [shopper() for _ in range(60)]
+    inside: set[int] = set()
+    let_in: list[int] = []
+    for _ in range(8):
+        before = len(inside)
+        for n, browser in enumerate(browsers):
+            if admitted(browser):  # those inside go on shopping: fast pages, counted
+                inside.add(n)
+        let_in.append(len(inside) - before)
+        clock.shift(1)
+    assert let_in[-1] > let_in[1] >= 2, let_in  # the floor alone: 2 a second throughout
+    assert sorted(inside) == list(range(len(inside)))  # first come, first in
+    assert float(cache_redis().get(admission_pace.FOUND)) > 2.0
+
+
+def admitted(browser: Client) -> bool:
+    return "X-Shop-Queue-Position" not in browser.get(reverse("checkout:home")).headers
