@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 export SHOP_PORT ?= 8000
 export SANDBOX_PORT ?= 8001
 
-.PHONY: demo sandbox test lint install migrate seed clean bench soak volume release-check
+.PHONY: demo sandbox test lint install migrate seed clean bench profile soak volume release-check
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -75,6 +75,14 @@ bench: install
 	$(BIN)/python -m bench.sale_day $(BENCH_ARGS) $(BENCH_SALE_DAY_ARGS) || status=$$?; \
 	$(BIN)/python -m bench.volume $(BENCH_ARGS) $(BENCH_VOLUME_ARGS) || status=$$?; \
 	exit $$status
+
+## Where the time goes (bench/profile.py): one sale-day level with no queue, every service
+## sampled by py-spy, the busiest functions per process group. Options: PROFILE_ARGS (e.g.
+## --shoppers 64 --seconds 30). Needs PostgreSQL and Redis, as `make bench`.
+profile: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/shop_bench
+profile: export REDIS_URL ?= redis://127.0.0.1:6379/6
+profile: install
+	$(BIN)/python -m bench.profile $(PROFILE_ARGS)
 
 ## A year of a busy shop to try the admin on (README, "A year of orders"): a database of its own
 ## (created if missing; refused if it holds orders), filled by `fill_volume $(VOLUME_ARGS)`

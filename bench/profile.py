@@ -2,8 +2,9 @@
 sampled by py-spy (`py-spy record --subprocesses`, raw stacks) for the level's window, then, per
 process group (web, writes, reads, shop worker, beat), the functions that hold the CPU: by self
 time (the frame on top of the stack) and by total time (anywhere on it, the shop's own code and
-the libraries it calls). Idle threads (waiting on a socket, a lock or a sleep) are left out:
-py-spy samples only frames that hold the CPU (`--nonblocking` off, idle stacks dropped).
+the libraries it calls). Only the threads holding the interpreter are sampled (`--gil`): a
+thread waiting on a socket, a lock or a sleep has let it go, so what is listed is the Python
+CPU each group spends, not where it waits.
 
     python -m bench.profile [--shoppers 32] [--seconds 20] [--warmup 5]
         [--provider-latency-ms 300] [--top 25] [--out var/bench/profile]
@@ -30,7 +31,7 @@ from bench.sale_day import databases
 GROUPS = ("web", "writes", "reads", "worker", "beat")
 # Each shopper its own address; no admission queue: every shopper is served at once.
 BEHIND_PROXY = {"SHOP_CLIENT_IP_HEADER": "HTTP_X_FORWARDED_FOR", "SHOP_ADMISSION_PER_SECOND": "0"}
-SAMPLES_PER_SECOND = 97  # a prime: not in step with the shop's own timers
+SAMPLES_PER_SECOND = 47  # a prime: not in step with the shop's own timers
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -27,6 +27,7 @@ an operator opens the doors wider, or closes them, without a release.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 
@@ -49,10 +50,12 @@ TICKETS, NEXT, MOVED, PACE = (
 @dataclass(frozen=True)
 class Turn:
     """Where a browser stands: `position` None when it may shop now (`cookie`: its stay), else
-    its place in the queue (1: next; `cookie`: its ticket)."""
+    its place in the queue (1: next; `cookie`: its ticket) and `wait`, the seconds its turn is
+    about to take at the pace now."""
 
     cookie: str
     position: int | None
+    wait: int = 0
 
 
 def pace() -> float:
@@ -104,7 +107,12 @@ def turn_for(cookie: str | None) -> Turn:
         return Turn(_stay(now), None)
     if ticket <= let_in:
         return Turn(_stay(now), None)
-    return Turn(signing.dumps({"ticket": ticket}, salt=SALT, compress=False), ticket - let_in)
+    place = ticket - let_in
+    return Turn(
+        signing.dumps({"ticket": ticket}, salt=SALT, compress=False),
+        place,
+        math.ceil(place / per_second),
+    )
 
 
 def _let_in(now: float, per_second: float) -> int:

@@ -6,6 +6,7 @@ never held back."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -55,10 +56,10 @@ class AdmissionMiddleware:
         if turn.position is None:
             request.shop_served = True  # type: ignore[attr-defined]
             return None
-        return waiting_page(request, turn.position)
+        return waiting_page(request, turn.position, turn.wait)
 
 
-def waiting_page(request: HttpRequest, position: int) -> HttpResponse:
+def waiting_page(request: HttpRequest, position: int, wait: int = 0) -> HttpResponse:
     """The queue's page: where the shopper stands, asked again by itself every few seconds (a
     form sent while waiting asks for the cart's page instead: a refresh asks with GET)."""
     every = settings.SHOP_ADMISSION_REFRESH_SECONDS
@@ -71,7 +72,8 @@ def waiting_page(request: HttpRequest, position: int) -> HttpResponse:
         request,
         "checkout/waiting.html",
         {"shop_name": settings.SHOP_NAME, "position": position, "refresh_seconds": every,
-         "again": again},
+         "again": again, "wait_minutes": max(1, math.ceil(wait / 60)) if wait > 60 else 0,
+         "wait_seconds": wait},
     )  # fmt: skip
     response["Refresh"] = refresh
     response["X-Shop-Queue-Position"] = str(position)
