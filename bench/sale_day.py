@@ -70,10 +70,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def admission_limit() -> str:
-    """The shop's admission pace as configured (SHOP_ADMISSION_PER_SECOND; 0: no queue)."""
+    """The shop's admission pace as configured (SHOP_ADMISSION_PER_SECOND: auto, the pace the
+    shop measures; a number; 0: no queue)."""
     from django.conf import settings
 
     pace = settings.SHOP_ADMISSION_PER_SECOND
+    if pace is None:
+        low, high = settings.SHOP_ADMISSION_MIN_PER_SECOND, settings.SHOP_ADMISSION_MAX_PER_SECOND
+        return f"measured by the shop ({low:g} to {high:g} new shoppers a second)"
     return f"{pace:g} new shoppers a second" if pace else "off"
 
 
