@@ -22,7 +22,7 @@ from django.utils import timezone
 from core.task_queue import unmark
 from payments.models import Payment
 from payments.provider.errors import PaymentError, PaymentInProgress, ProviderDown
-from payments.rereading.calls import SyncOutcome, payment_sync
+from payments.rereading.calls import SyncOutcome, payment_held, payment_sync
 from webhooks.metrics import notifications_finished, notifications_given_up
 from webhooks.models import DEFERRED, GAVE_UP, WebhookEvent, WebhookState
 from webhooks.task_names import marker
@@ -105,7 +105,8 @@ def webhook_process(*, payment_id: str, task_id: str) -> ProcessOutcome:
     ids = _claim(payment_id, task_id, timezone.now())
     if not ids:
         return ProcessOutcome.COALESCED
-    if not Payment.objects.filter(provider_id=payment_id).exists():
+    held = payment_held(payment_id)
+    if held is None:
         looked_up = WebhookEvent.objects.filter(
             provider_payment_id=payment_id, state=WebhookState.UNMATCHED
         ).first()
@@ -121,7 +122,7 @@ def webhook_process(*, payment_id: str, task_id: str) -> ProcessOutcome:
             )
             return ProcessOutcome.DEFERRED
     try:
-        result = payment_sync(provider_id=payment_id)
+        result = payment_sync(provider_id=payment_id, known=held)
     except (ProviderDown, PaymentInProgress) as exc:
         WebhookEvent.objects.filter(pk__in=list(ids)).update(last_error=exc.message[:500])
         raise RetryLater(exc.message) from exc

@@ -105,7 +105,7 @@ def _record_shipment(
             shipped.append(f"{chosen[item.pk]} × {item.name}")
         record(locked, OrderEventKind.SHIPPED, shipment_message(shipped, charged, released), actor)
         # A shipment of a charged order moves no payment (no sync follows): its mail is due now.
-        queue_order_mails(locked)
+        queue_order_mails(locked, order_locked=True)
     if released:  # the hold is gone: what was not shipped will not be
         order_restock_unshipped(locked, actor)
     items = list(locked.items.all())
@@ -151,7 +151,8 @@ def order_cancel(
             locked.status = OrderStatus.CANCELLED
         locked.save(update_fields=["fulfilment", "status", "updated_at"])
         record(locked, OrderEventKind.CANCELLED, "", actor)
-        queue_order_mails(locked)  # with no payment to move it, no sync follows
+        # With no payment to move it, no sync follows.
+        queue_order_mails(locked, order_locked=True)
     order_restock_unshipped(locked, actor)
 
 

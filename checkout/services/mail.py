@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.core.mail import EmailMultiAlternatives
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -42,7 +42,11 @@ ORDERS_LISTED = 20
 
 
 def queue_order_mails(
-    order: Order, *, new: bool = False, attempts: list[Payment] | None = None
+    order: Order,
+    *,
+    new: bool = False,
+    attempts: list[Payment] | None = None,
+    order_locked: bool = False,
 ) -> list[int]:
     """Create the order's mails that are now due and not yet there, and queue each new one's
     send task once the caller's transaction commits. Call it inside the transaction that
@@ -50,7 +54,10 @@ def queue_order_mails(
     creates its mails meanwhile); it may run any number of times (duplicate notifications,
     retries): a mail is created, and queued, once. Returns the ids of the mails it created.
     `new`: the order was created in this transaction (no ledger, no mail yet: nothing is
-    read); `attempts`: its payments, when the caller has just read them under the lock."""
+    read); `attempts`: its payments, when the caller has just read them under the lock;
+    `order_locked`: the caller holds the order's row lock, so no other transaction writes its
+    mails meanwhile (they are inserted at once; otherwise, in a savepoint that gives way to the
+    other transaction's rows)."""
     due = order_mails_due(order, new=new, attempts=attempts)
     if due and not new:
         keys = [d.key for d in due]
@@ -60,14 +67,38 @@ def queue_order_mails(
         due = [d for d in due if d.key not in existing]
     if not due:
         return []
-    mails = OrderMail.objects.bulk_create(
+    rows = [
         OrderMail(order=order, key=d.key, kind=d.kind, amount=d.amount, released=d.released)
         for d in due
-    )
+    ]
+    if new or order_locked:  # nobody else can be writing its mails
+        mails = OrderMail.objects.bulk_create(rows)
+    else:
+        mails = _create_once(rows)
     for mail in mails:
         queue_on_commit(MAIL_SEND_TASK, mail.pk)
     logger.info("order %s: %d mail(s) queued", order.reference, len(mails))
     return [mail.pk for mail in mails]
+
+
+def _create_once(rows: list[OrderMail]) -> list[OrderMail]:
+    """Insert the mails in one statement; if another transaction wrote one of them meanwhile (a
+    caller without the order's lock), the unique (order, event) says so, and each is then
+    created only where it is still missing: the mails this transaction created."""
+    try:
+        with transaction.atomic():
+            return OrderMail.objects.bulk_create(rows)
+    except IntegrityError:
+        created = []
+        for row in rows:
+            mail, new = OrderMail.objects.get_or_create(
+                order=row.order,
+                key=row.key,
+                defaults={"kind": row.kind, "amount": row.amount, "released": row.released},
+            )
+            if new:
+                created.append(mail)
+        return created
 
 
 # --- Rendering --------------------------------------------------------------------------------

@@ -162,7 +162,7 @@ def order_sync_status(*, order_id: int) -> Order | None:
             if order.fulfilment == Fulfilment.UNFULFILLED:
                 Order.objects.filter(pk=order.pk).update(fulfilment=Fulfilment.CANCELLED)
             order_restock_unshipped(order)
-        queue_order_mails(order, attempts=attempts)
+        queue_order_mails(order, attempts=attempts, order_locked=True)
     return order
 
 

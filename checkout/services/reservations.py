@@ -62,7 +62,7 @@ def order_expire(*, order_id: int) -> bool:
         order_restock_unshipped(order)
         minutes = settings.SHOP_RESERVATION_MINUTES
         record(order, OrderEventKind.EXPIRED, NOT_PAID_IN_TIME(minutes=minutes), None)
-        queue_order_mails(order, attempts=attempts)
+        queue_order_mails(order, attempts=attempts, order_locked=True)
     logger.info("order %s expired; its items are back in stock", order.reference)
     return True
 

@@ -126,11 +126,13 @@ def _amounts(payment: Payment) -> tuple[object, ...]:
     return tuple(getattr(payment, field) for field in _AMOUNTS)
 
 
-def payment_sync(*, provider_id: str) -> SyncResult:
+def payment_sync(*, provider_id: str, known: Payment | None = None) -> SyncResult:
     """Read one payment from the provider by its id and bring the shop in line with it: apply it
-    to the payment we hold, adopt it if it is ours but unknown here, or report it unmatched."""
+    to the payment we hold, adopt it if it is ours but unknown here, or report it unmatched.
+    `known`: the payment held under this id as the caller has just read it (`payment_held`);
+    read here otherwise."""
     remote = _fetch(provider_id)
-    local = _held(provider_id)
+    local = known if known is not None else payment_held(provider_id)
     if remote is None:
         if local is not None:
             raise PaymentRefused(f"The provider no longer finds payment {provider_id}.")
@@ -148,10 +150,10 @@ def _reference_is_ours(reference: str) -> bool:
     return bool(import_string(settings.PAYMENTS_REFERENCE_OWNER_FUNCTION)(reference))
 
 
-def _held(provider_id: str) -> Payment | None:
-    """The payment held under this provider id, with just what `_apply_held` compares: the
-    apply locks and reads the whole row again (a notification's read of an unchanged payment
-    would otherwise load its snapshot twice)."""
+def payment_held(provider_id: str) -> Payment | None:
+    """The payment held under this provider id (None: none), with just what `payment_sync`
+    compares: the apply locks and reads the whole row again (a notification's read of an
+    unchanged payment would otherwise load its snapshot twice)."""
     return Payment.objects.filter(provider_id=provider_id).only(*_AMOUNTS).first()
 
 
@@ -172,7 +174,7 @@ def payment_adopt(*, remote: ProviderPayment) -> SyncResult:
     try:
         return _adopt(remote)
     except IntegrityError as exc:
-        held = _held(remote.id)
+        held = payment_held(remote.id)
         if held is None:
             raise PaymentInProgress(
                 f"another payment attempt for {remote.external_reference} is running"
@@ -183,7 +185,7 @@ def payment_adopt(*, remote: ProviderPayment) -> SyncResult:
 def _adopt(remote: ProviderPayment) -> SyncResult:
     reference = remote.external_reference
     with transaction.atomic():
-        held = _held(remote.id)
+        held = payment_held(remote.id)
         if held is not None:  # the create's own answer got here first
             return _apply_held(held, remote)
         attempt = (

@@ -324,7 +324,7 @@ def test_a_permission_refusal_reads_the_shops_way(
     the framework's 403; today no endpoint of the shop raises it), then its message is the
     shop's in Spanish."""
 
-    def refuse(request: Any, reference: str) -> Order:
+    def refuse(request: Any, reference: str, **read: Any) -> Order:
         raise PermissionDenied
 
     monkeypatch.setattr("checkout.api.own_order", refuse)

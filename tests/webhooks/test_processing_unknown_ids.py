@@ -130,14 +130,16 @@ def test_an_insert_racing_the_shoppers_own_answer_applies_the_payment_once(
     attempt = shoppers_attempt(order, PaymentStatus.APPROVED, provider_id=remote["id"])
     pks = notify(remote["id"], "INSERT")
     # ... which the task's first look did not see yet
-    real_held = reconciliation._held
+    real_held = reconciliation.payment_held
     looks: list[str] = []
 
-    def held_after_the_first_look(provider_id: str) -> Payment | None:
+    def held_after_the_first_looks(provider_id: str) -> Payment | None:
+        # the task's look, the sync's and the adoption's first find nothing
         looks.append(provider_id)
-        return None if len(looks) <= 2 else real_held(provider_id)
+        return None if len(looks) <= 3 else real_held(provider_id)
 
-    monkeypatch.setattr(reconciliation, "_held", held_after_the_first_look)
+    monkeypatch.setattr(reconciliation, "payment_held", held_after_the_first_looks)
+    monkeypatch.setattr("webhooks.processing.payment_held", held_after_the_first_looks)
 
     # When the INSERT is processed
     outcome = webhook_process(payment_id=remote["id"], task_id="race")
