@@ -8,9 +8,13 @@ payment is given back."""
 from __future__ import annotations
 
 import logging
+from contextlib import suppress
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Min
 from django.utils import timezone
 
 from checkout.models import PAYABLE_STATUSES, Fulfilment, Order, OrderEventKind, OrderStatus
@@ -23,6 +27,10 @@ from checkout.words import NOT_PAID_IN_TIME
 from payments.models import PaymentStatus
 
 logger = logging.getLogger(__name__)
+
+# The soonest a reservation of an unpaid order can end (Unix time), as last looked at; absent
+# once it has come, or never looked at.
+SOONEST_END = "checkout:reservations:soonest-end"
 
 
 def reservation_over(order: Order) -> bool:
@@ -69,9 +77,39 @@ def order_expire(*, order_id: int) -> bool:
 
 def reservations_expire(*, limit: int | None = None) -> int:
     """Expire the orders whose reservation is over (the `limit` longest over; all of them when
-    None); how many expired. Cheap when none is due (one read of a partial index), so every
-    page that shows stock calls it first."""
-    return sum(order_expire(order_id=order_id) for order_id in _due(limit))
+    None); how many expired. Cheap when none is due, so every page that shows stock calls it
+    first: until the soonest end of a reservation (kept in the cache by the last look) nothing
+    is read at all; past it, one read of a partial index, and the next soonest end noted."""
+    now = timezone.now()
+    if _none_ended_yet(now):
+        return 0
+    expired = sum(order_expire(order_id=order_id) for order_id in _due(limit))
+    _note_soonest_end(now)
+    return expired
+
+
+def _none_ended_yet(now: datetime) -> bool:
+    try:
+        soonest = cache.get(SOONEST_END)
+    except Exception:  # no cache: look in the database
+        return False
+    return soonest is not None and now.timestamp() < float(soonest)
+
+
+def _note_soonest_end(now: datetime) -> None:
+    """Note the soonest a reservation can end from now on: that of the unpaid orders holding
+    items now, or, for an order placed from now on, SHOP_RESERVATION_MINUTES after now (a
+    reservation never ends sooner than it did when placed, and one placed later ends later),
+    kept until then."""
+    held = Order.objects.filter(status__in=PAYABLE_STATUSES, reserved_until__isnull=False)
+    soonest = held.aggregate(soonest=Min("reserved_until"))["soonest"]
+    placed_from_now = now + timedelta(minutes=settings.SHOP_RESERVATION_MINUTES)
+    end = min(soonest, placed_from_now) if soonest is not None else placed_from_now
+    seconds = (end - now).total_seconds()
+    if seconds <= 0:
+        return  # a reservation is over already (its order being paid meanwhile): look again
+    with suppress(Exception):
+        cache.set(SOONEST_END, end.timestamp(), timeout=max(1, int(seconds)))
 
 
 def order_expire_if_over(order: Order) -> Order:

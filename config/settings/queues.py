@@ -51,6 +51,14 @@ else:
         }
     }
 
+# Fragments of pages that are the same for every shopper (the empty details form), rendered
+# once a process: a new release's processes start with none.
+CACHES["fragments"] = {
+    "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+    "LOCATION": "fragments",
+    "TIMEOUT": None,
+}
+
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

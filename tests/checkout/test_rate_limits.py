@@ -567,11 +567,12 @@ def test_with_redis_down_attempts_are_stored_answered_202_and_counted_per_order(
     caches = settings.CACHES
     unreachable = f"redis://127.0.0.1:{free_port()}/0"
     settings.CACHES = {
+        **settings.CACHES,
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": unreachable,
             "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 1, "SOCKET_TIMEOUT": 1},
-        }
+        },
     }
     calls.clear()
 

@@ -14,6 +14,7 @@ import pytest
 import time_machine
 from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -91,6 +92,42 @@ def test_every_page_that_shows_stock_gives_back_what_expired_orders_hold(
     with _later(31):
         shopper().get(reverse(page))
     assert stock(last_mug) == 1
+
+
+def test_until_a_reservation_can_end_pages_read_nothing_of_them(last_mug: Product) -> None:
+    """Given a page that looked (and noted when the soonest reservation ends), the next pages
+    read only what they show until then; an order placed after the look, its reservation
+    ending later still, gives its stock back the moment it ends."""
+    product_url = reverse("checkout:product", kwargs={"slug": last_mug.slug})
+    visitor = shopper()
+    visitor.get(product_url)  # the look: no order holds anything yet
+    order = place_order(shopper(), (last_mug, 1))
+    with CaptureQueriesContext(connection) as queries:
+        assert "Agotado" in html(visitor.get(product_url)).text
+    assert [q["sql"] for q in queries if "checkout_order" in q["sql"]] == []
+    with _later(31):
+        assert "Agotado" not in html(visitor.get(product_url)).text
+    order.refresh_from_db()
+    assert order.status == OrderStatus.EXPIRED and stock(last_mug) == 1
+
+
+def test_the_soonest_end_is_that_of_the_order_holding_items_now(
+    last_mug: Product, settings: Any
+) -> None:
+    """An order placed with a shorter reservation than a later one's: the look after both
+    notes the first's end, and its stock comes back then, not at the second's."""
+    settings.SHOP_RESERVATION_MINUTES = 10
+    first = place_order(shopper(), (last_mug, 1))
+    other = ProductFactory(slug="jarra", name="Jarra", price=Decimal("100.00"), stock=1)
+    settings.SHOP_RESERVATION_MINUTES = 30
+    with _later(1):
+        place_order(shopper(), (other, 1))
+        shopper().get(reverse("checkout:home"))  # the look after both
+    with _later(11):
+        shopper().get(reverse("checkout:home"))
+    first.refresh_from_db()
+    assert first.status == OrderStatus.EXPIRED and stock(last_mug) == 1
+    assert stock(other) == 0
 
 
 def test_the_beat_task_expires_what_no_page_read(last_mug: Product) -> None:

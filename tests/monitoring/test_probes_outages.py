@@ -41,11 +41,12 @@ def redis_away(request: Any, settings: Any, celery_app: Celery) -> Iterator[str]
     port = free_port() if request.param == "refusing" else request.getfixturevalue("silent_port")
     url = f"redis://127.0.0.1:{port}/0"
     settings.CACHES = {
+        **settings.CACHES,
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": url,
             "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 2, "SOCKET_TIMEOUT": 2},
-        }
+        },
     }
     saved = celery_app.conf.broker_url
     celery_app.conf.broker_url = url

@@ -210,11 +210,12 @@ def test_without_the_cache_the_schedule_takes_half_the_budget(provider: Api, set
     itself half the budget."""
     settings.PAYMENTS_PROVIDER_READS_PER_MINUTE = 600
     settings.CACHES = {
+        **settings.CACHES,
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": "redis://127.0.0.1:1/0",
             "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.2, "SOCKET_TIMEOUT": 0.2},
-        }
+        },
     }
     assert spent_this_minute() is None
     assert reads_left() == 300

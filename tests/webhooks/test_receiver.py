@@ -670,10 +670,11 @@ def test_a_notification_is_kept_when_redis_is_down(
     real_caches, real_redis = settings.CACHES, settings.REDIS_URL
     settings.REDIS_URL = unreachable
     settings.CACHES = {
+        **settings.CACHES,
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": unreachable,
-        }
+        },
     }
 
     with broker_at(celery_app, unreachable):

@@ -457,7 +457,7 @@ def redis_behind_proxy(worker: Any, celery_app: Any) -> Iterator[TcpProxy]:
     netloc = f"{credentials}@127.0.0.1:{proxy.port}" if credentials else f"127.0.0.1:{proxy.port}"
     proxied = urlunsplit(parts._replace(netloc=netloc))
     original = celery_app.conf.broker_url
-    caches = {"default": {**settings.CACHES["default"], "LOCATION": proxied}}
+    caches = {**settings.CACHES, "default": {**settings.CACHES["default"], "LOCATION": proxied}}
     try:
         with override_settings(CACHES=caches, REDIS_URL=proxied):
             _use_broker(celery_app, proxied)
