@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import traceback
 from typing import Any
 
 from gunicorn.glogging import Logger
@@ -71,40 +72,34 @@ loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 errorlog = "-"
 # Off unless GUNICORN_ACCESS_LOG is a file or "-" (stdout): the proxy in front logs requests.
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
-# No query string (%(q)s, %(r)s); the path is redacted by RedactingLogger below.
-access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms request_id=%({x-request-id}o)s'
-
-_PRIVATE_ATOMS = ("q", "{query_string}e", "{raw_uri}e", "{request_uri}e", "f", "{referer}i")
-
-
 class RedactingLogger(Logger):
-    """Gunicorn's logger, whose access lines hold no query string, no referrer and no webhook
-    token whatever format is used, and are written under the request's id (JSON lines carry it
-    in `request_id`)."""
-
-    def atoms(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> dict:
-        atoms = super().atoms(resp, req, environ, request_time)
-        path = redact_webhook_path(str(environ.get("PATH_INFO") or ""))
-        atoms["U"] = path
-        atoms["r"] = f"{environ.get('REQUEST_METHOD')} {path} {environ.get('SERVER_PROTOCOL')}"
-        for key in _PRIVATE_ATOMS:
-            atoms[key] = "-"
-        for key, value in atoms.items():
-            if isinstance(value, str) and "/webhooks/payments/" in value:
-                atoms[key] = redact_webhook_path(value)
-        return atoms
+    """Gunicorn's logger, whose access lines are written straight from the request: the
+    client's address, the method, the path (the webhook path's token redacted), the protocol,
+    the status, the bytes sent, the milliseconds taken and the request's id (JSON lines carry
+    it in `request_id`). Never a query string or a referrer. Gunicorn's own formatting builds
+    every atom it knows (every header, every variable) for each line: the shop's writes the
+    eight it shows, so that an access log costs a merchant who turns it on little CPU."""
 
     def access(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> None:
         if not self.cfg.accesslog:
             return  # gunicorn would log access lines whenever a logging dict is configured
         from django_guid.context import guid
 
-        header = next(
+        request_id = next(
             (value for name, value in resp.headers if name.lower() == "x-request-id"), None
         )
-        token = guid.set(header)
+        path = redact_webhook_path(str(environ.get("PATH_INFO") or ""))
+        milliseconds = request_time.seconds * 1000 + request_time.microseconds // 1000
+        line = (
+            f'{environ.get("REMOTE_ADDR") or "-"} "{environ.get("REQUEST_METHOD")} {path} '
+            f'{environ.get("SERVER_PROTOCOL")}" {str(resp.status).split(None, 1)[0]} '
+            f"{getattr(resp, 'sent', None) or '-'} {milliseconds}ms request_id={request_id or '-'}"
+        )
+        token = guid.set(request_id)
         try:
-            super().access(resp, req, environ, request_time)
+            self.access_log.info(line)
+        except Exception:  # as gunicorn's own: a line that cannot be written never fails a request
+            self.error(traceback.format_exc())
         finally:
             guid.reset(token)
 
