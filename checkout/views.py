@@ -45,7 +45,9 @@ PAGE_EXPIRY_LIMIT = 20
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     reservations_expire(limit=PAGE_EXPIRY_LIMIT)
-    products = Product.objects.filter(active=True)
+    # Read before the page is rendered: a database away answers 503 before the page's
+    # messages are shown (and used up).
+    products = list(Product.objects.filter(active=True))
     return render(request, "checkout/home.html", _context(request, products=products))
 
 
