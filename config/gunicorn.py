@@ -72,6 +72,8 @@ loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 errorlog = "-"
 # Off unless GUNICORN_ACCESS_LOG is a file or "-" (stdout): the proxy in front logs requests.
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
+
+
 class RedactingLogger(Logger):
     """Gunicorn's logger, whose access lines are written straight from the request: the
     client's address, the method, the path (the webhook path's token redacted), the protocol,
