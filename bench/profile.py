@@ -2,9 +2,9 @@
 sampled by py-spy (`py-spy record --subprocesses`, raw stacks) for the level's window, then, per
 process group (web, writes, reads, shop worker, beat), the functions that hold the CPU: by self
 time (the frame on top of the stack) and by total time (anywhere on it, the shop's own code and
-the libraries it calls). Only the threads holding the interpreter are sampled (`--gil`): a
-thread waiting on a socket, a lock or a sleep has let it go, so what is listed is the Python
-CPU each group spends, not where it waits.
+the libraries it calls). A sample whose innermost frame is a wait (a queue's `get`, a socket's
+`select`, `poll` or `recv`, PostgreSQL's or Redis' answer, a sleep) is a thread waiting, not
+working: those are counted apart (`waiting`), and the tables share out the rest, the CPU.
 
     python -m bench.profile [--shoppers 32] [--seconds 20] [--warmup 5]
         [--provider-latency-ms 300] [--top 25] [--out var/bench/profile]
@@ -32,6 +32,12 @@ GROUPS = ("web", "writes", "reads", "worker", "beat")
 # Each shopper its own address; no admission queue: every shopper is served at once.
 BEHIND_PROXY = {"SHOP_CLIENT_IP_HEADER": "HTTP_X_FORWARDED_FOR", "SHOP_ADMISSION_PER_SECOND": "0"}
 SAMPLES_PER_SECOND = 47  # a prime: not in step with the shop's own timers
+# Innermost frames that are a thread waiting (on a queue, a socket, the database's or Redis'
+# answer, a timer), by function name.
+WAITING = frozenset({
+    "_worker", "select", "poll", "wait", "readinto", "accept", "wait_for_signals", "sleep",
+    "_read_from_socket", "recv", "recv_into", "_wait", "get", "acquire", "epoll", "run_forever",
+})  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -95,10 +101,10 @@ def top_frames(path: Path, top: int) -> dict[str, Any]:
     held the CPU most: by self samples and by total samples (a frame counted once a stack)."""
     own: Counter[str] = Counter()
     total: Counter[str] = Counter()
-    samples = 0
+    samples = waiting = 0
     modules: defaultdict[str, int] = defaultdict(int)
     if not path.exists():
-        return {"samples": 0, "self": [], "total": [], "modules": []}
+        return {"samples": 0, "waiting": 0, "self": [], "total": [], "modules": []}
     for line in path.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
@@ -109,6 +115,9 @@ def top_frames(path: Path, top: int) -> dict[str, Any]:
         if not frames:
             continue
         n = int(count)
+        if _function(frames[-1]) in WAITING:
+            waiting += n
+            continue
         samples += n
         own[short(frames[-1])] += n
         modules[module_of(frames[-1])] += n
@@ -116,10 +125,16 @@ def top_frames(path: Path, top: int) -> dict[str, Any]:
             total[frame] += n
     return {
         "samples": samples,
+        "waiting": waiting,
         "self": own.most_common(top),
         "total": total.most_common(top),
         "modules": sorted(modules.items(), key=lambda item: -item[1])[:top],
     }
+
+
+def _function(frame: str) -> str:
+    """A frame's function name, without its class (`Connection.wait`: `wait`)."""
+    return frame.partition(" (")[0].rpartition(".")[2]
 
 
 def short(frame: str) -> str:
@@ -154,7 +169,7 @@ def report(figures: dict[str, Any]) -> tuple[str, list[list[object]]]:
         totals = [[f"{n / samples:.1%}", frame] for frame, n in found["total"]]
         modules = [[f"{n / samples:.1%}", name] for name, n in found["modules"]]
         parts += [
-            f"{role}: {found['samples']} samples on the CPU",
+            f"{role}: {found['samples']} samples on the CPU ({found['waiting']} waiting left out)",
             "  self:\n" + runtime.table(["share", "function"], rows),
             "  total:\n" + runtime.table(["share", "function"], totals),
             "  by package (self):\n" + runtime.table(["share", "package"], modules),
