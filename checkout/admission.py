@@ -42,8 +42,9 @@ logger = logging.getLogger(__name__)
 
 COOKIE = "shop_turn"
 SALT = "checkout.admission"
-TICKETS, NEXT, MOVED, PACE = (
-    cache.make_key(f"admission:{name}") for name in ("tickets", "next", "moved", "pace")
+TICKETS, NEXT, MOVED, PACE, GIVEN = (
+    cache.make_key(f"admission:{name}")
+    for name in ("tickets", "next", "moved", "pace", "given")  # given: tickets, when moved
 )
 
 
@@ -70,7 +71,7 @@ def pace() -> float:
         return float(fixed if fixed is not None else settings.SHOP_ADMISSION_MIN_PER_SECOND)
     if chosen is not None:
         return float(chosen)
-    return float(fixed) if fixed is not None else admission_pace.found_or_floor(found)
+    return float(fixed) if fixed is not None else admission_pace.found_or_ceiling(found)
 
 
 def pace_kind() -> str:
@@ -121,12 +122,19 @@ def _let_in(now: float, per_second: float) -> int:
     last ticket given."""
     redis, second = cache_redis(), int(now)
     if redis.set(cache.make_key(f"admission:second:{second}"), 1, nx=True, ex=5):
-        given, let_in, moved = (int(value or 0) for value in redis.mget(TICKETS, NEXT, MOVED))
-        if pace_kind() == "measured":  # once a second, by the request that moves the queue
-            per_second = admission_pace.adapt(redis, second, waiting=given - let_in)
+        values = redis.mget(TICKETS, NEXT, MOVED, GIVEN)
+        given, let_in, moved, given_then = (int(value or 0) for value in values)
         seconds = min(2, second - moved) if moved else 1
+        if pace_kind() == "measured":  # once a second, by the request that moves the queue
+            came = (given - given_then) / max(1, second - moved) if moved else 0.0
+            per_second = admission_pace.adapt(
+                redis, second, waiting=given - let_in, came=max(0.0, came)
+            )
         step = max(1, round(per_second * seconds))
-        redis.mset({NEXT: min(let_in + step, given + max(1, round(per_second))), MOVED: second})
+        redis.mset(
+            {NEXT: min(let_in + step, given + max(1, round(per_second))), MOVED: second,
+             GIVEN: given}
+        )  # fmt: skip
     return int(redis.get(NEXT) or 0)
 
 

@@ -8,14 +8,16 @@ trip a second a process, not one a page). Once a second, the request that moves 
 (`checkout.admission._let_in`) reads the last seconds' histograms of every process and moves
 the pace:
 
-- the pages' p95 above SHOP_ADMISSION_PAGE_P95_MS: the pace falls by a quarter (the shop lets
-  in fewer than it serves, and the pages recover);
+- the pages' p95 above SHOP_ADMISSION_PAGE_P95_MS: the pace falls to three quarters of what
+  came in over the last second (or of the pace, if less came in): the shop lets in fewer than
+  it was serving, and the pages recover;
 - at or under it, while shoppers wait: the pace rises by a tenth (at least half a shopper a
   second), so that a bigger machine finds its own pace;
 - nobody waiting: it stays (a quiet hour banks no credit);
 
-always between SHOP_ADMISSION_MIN_PER_SECOND and SHOP_ADMISSION_MAX_PER_SECOND. Kept in Redis
-with plain commands, like the queue; Redis away, the queue lets everyone in anyway.
+always between SHOP_ADMISSION_MIN_PER_SECOND and SHOP_ADMISSION_MAX_PER_SECOND. Before the
+shop has measured anything the pace is the ceiling: nobody waits until the pages slow. Kept in
+Redis with plain commands, like the queue; Redis away, the queue lets everyone in anyway.
 """
 
 from __future__ import annotations
@@ -124,20 +126,20 @@ def recent_p95(redis: Any, second: int) -> float | None:
     return p95_of(_window(redis, second))
 
 
-def found_or_floor(found: bytes | str | None) -> float:
-    """The pace the shop found, or the floor before it found one."""
-    floor = float(settings.SHOP_ADMISSION_MIN_PER_SECOND)
-    return float(found) if found is not None else floor
+def found_or_ceiling(found: bytes | str | None) -> float:
+    """The pace the shop found, or the ceiling before it found one."""
+    ceiling = float(settings.SHOP_ADMISSION_MAX_PER_SECOND)
+    return float(found) if found is not None else ceiling
 
 
-def next_pace(current: float, p95: float | None, waiting: int) -> float:
-    """The pace after a second in which the pages' p95 was `p95` (None: too few pages) and
-    `waiting` shoppers were queued."""
+def next_pace(current: float, p95: float | None, waiting: int, came: float) -> float:
+    """The pace after a second in which the pages' p95 was `p95` (None: too few pages),
+    `waiting` shoppers were queued and `came` new shoppers a second asked to come in."""
     target = settings.SHOP_ADMISSION_PAGE_P95_MS / 1000
     low = float(settings.SHOP_ADMISSION_MIN_PER_SECOND)
     high = float(settings.SHOP_ADMISSION_MAX_PER_SECOND)
     if p95 is not None and p95 > target:
-        wanted = current * FALL
+        wanted = min(current, came if came > 0 else current) * FALL
     elif waiting > 0:
         wanted = max(current * RISE, current + SMALLEST_RISE)
     else:
@@ -145,11 +147,11 @@ def next_pace(current: float, p95: float | None, waiting: int) -> float:
     return round(min(high, max(low, wanted)), 2)
 
 
-def adapt(redis: Any, second: int, *, waiting: int) -> float:
-    """Move the pace the shop found by what its pages took over the last seconds; the new
-    pace."""
-    current = found_or_floor(redis.get(FOUND))
-    chosen = next_pace(current, p95_of(_window(redis, second)), waiting)
+def adapt(redis: Any, second: int, *, waiting: int, came: float) -> float:
+    """Move the pace the shop found by what its pages took over the last seconds (`waiting`
+    shoppers queued, `came` new ones a second lately); the new pace."""
+    current = found_or_ceiling(redis.get(FOUND))
+    chosen = next_pace(current, p95_of(_window(redis, second)), waiting, came)
     if chosen != current:
         redis.set(FOUND, repr(chosen))
     return chosen

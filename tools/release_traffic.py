@@ -106,7 +106,7 @@ class Traffic:
     # ---- a shopper ------------------------------------------------------------------------------
     def _shopper(self, rng: random.Random) -> None:
         http = self.session()
-        home = http.get(f"{self.shop}/", timeout=30)
+        home = _through_the_queue(http, f"{self.shop}/")
         home.raise_for_status()
         slugs = sorted({part.split("/")[0] for part in home.text.split('href="/productos/')[1:]})
         slug = rng.choice(slugs)
@@ -216,6 +216,17 @@ class Traffic:
                 " ORDER BY id DESC LIMIT 50"
             ).fetchall()
         return [row[0] for row in rng.sample(rows, min(3, len(rows)))]
+
+
+def _through_the_queue(http: requests.Session, url: str, patience: float = 120) -> Any:
+    """The page, once the sale day's queue lets this shopper in: a waiting page (its position
+    in `X-Shop-Queue-Position`) is asked again after its `Refresh`, as a browser does."""
+    deadline = time.monotonic() + patience
+    while True:
+        page = http.get(url, timeout=30)
+        if "X-Shop-Queue-Position" not in page.headers or time.monotonic() > deadline:
+            return page
+        time.sleep(float(page.headers.get("Refresh", "2").split(";")[0]))
 
 
 def _csrf(http: requests.Session) -> str:

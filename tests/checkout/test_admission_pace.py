@@ -53,15 +53,16 @@ def pages(count: int, seconds: float, clock: Any) -> None:
     admission_pace.page_served(0.001)
 
 
-def decide(waiting: int) -> float:
+def decide(waiting: int, came: float = 0.0) -> float:
     import time
 
-    return admission_pace.adapt(cache_redis(), int(time.time()), waiting=waiting)
+    return admission_pace.adapt(cache_redis(), int(time.time()), waiting=waiting, came=came)
 
 
 @pytest.mark.usefixtures("measured")
 def test_the_pace_rises_while_pages_are_fast_and_shoppers_wait(clock: Any) -> None:
-    assert admission.pace() == 2.0  # the floor, before anything was measured
+    assert admission.pace() == 6.0  # the ceiling, before anything was measured
+    cache_redis().set(admission_pace.FOUND, "2.0")
     seen = []
     for _ in range(6):
         pages(30, 0.02, clock)
@@ -79,6 +80,15 @@ def test_the_pace_falls_when_pages_slow_and_never_under_its_floor(clock: Any) ->
         pages(30, 0.4, clock)  # every page past the 100 ms asked for
         seen.append(decide(waiting=50))
     assert seen == [3.75, 2.81, 2.11, 2.0, 2.0], seen
+
+
+@pytest.mark.usefixtures("measured")
+def test_slow_pages_cut_the_pace_under_what_came_in(clock: Any) -> None:
+    """A pace far above what came in (the ceiling, before any slowness) falls at once to
+    three quarters of what came in over the last second, not a quarter at a time."""
+    assert admission.pace() == 6.0
+    pages(30, 0.4, clock)
+    assert decide(waiting=0, came=4.0) == 3.0
 
 
 @pytest.mark.usefixtures("measured")
@@ -129,6 +139,7 @@ def test_the_queue_lets_in_faster_as_the_shop_measures_fast_pages(
 ) -> None:
     """Through the storefront's door: shoppers come faster than the floor lets in; the pages
     the shop serves are fast, so each second lets in more than the one before."""
+    cache_redis().set(admission_pace.FOUND, "2.0")  # as if the pages had been slow before
     browsers = [shopper() for _ in range(60)]
     inside: set[int] = set()
     let_in: list[int] = []
