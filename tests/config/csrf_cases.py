@@ -37,6 +37,7 @@ from payments.models import (
 from staff_actions.models import StaffAction
 from tests.factories import PaymentFactory
 from tests.helpers.shop import CUSTOMER, own
+from tests.helpers.staff import sign_in_staff
 from webhooks.models import WebhookEvent, WebhookState
 
 PASSWORD = "a-long-test-password"
@@ -147,7 +148,7 @@ def csrf_browser(warm_up: str, user: Any = None) -> Client:
     """A CSRF-checking browser that has opened a page, and so holds the CSRF cookie."""
     client = Client(enforce_csrf_checks=True, SERVER_NAME="localhost")
     if user is not None:
-        client.force_login(user)
+        sign_in_staff(client, user)
     assert client.get(warm_up).status_code == 200
     assert client.cookies["csrftoken"].value
     return client
