@@ -18,7 +18,7 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def parse_rate(rate: str) -> tuple[int, int]:
-    """"5/15m" → (5, 900): how many, within how many seconds."""
+    """ "5/15m" → (5, 900): how many, within how many seconds."""
     match = _RATE.match(rate.strip())
     if match is None:
         raise ValueError(f"not a rate: {rate!r} (e.g. 5/15m)")

@@ -8,8 +8,7 @@ CODE_LABEL = _("Code")
 CODE_HELP = _("The 6 digits your authenticator app shows, or one of your recovery codes.")
 CODE_WRONG = _("That code is not right, or it was already used. Try the code your app shows now.")
 CODE_WAIT = _(
-    "Too many wrong codes in a row: wait %(seconds)s seconds, then type the code your app "
-    "shows."
+    "Too many wrong codes in a row: wait %(seconds)s seconds, then type the code your app shows."
 )
 CODE_BLANK = _("Type the code your authenticator app shows.")
 NO_SECOND_FACTOR = _(
