@@ -66,4 +66,4 @@ def within_shift(request: HttpRequest) -> bool:
     verified_at = request.session.get(VERIFIED_AT_KEY)
     if not isinstance(verified_at, int | float):
         return False
-    return 0 <= time.time() - verified_at < shift_seconds()
+    return time.time() - verified_at < shift_seconds()

@@ -55,7 +55,7 @@ def admin(admin_client: Client) -> Client:
 def consulta(db: None) -> Client:
     call_command("seed_demo", verbosity=0)
     client = Client()
-    sign_in_staff(client, get_user_model().objects.get(username="consulta"), "consulta-demo-2026")
+    sign_in_staff(client, get_user_model().objects.get(username="consulta"))
     return client
 
 

@@ -348,7 +348,7 @@ def test_consulta_sees_the_dashboard(
     """The demo's read-only account sees every part of the dashboard and may open its links."""
     call_command("seed_demo", verbosity=0)
     client = Client()
-    sign_in_staff(client, get_user_model().objects.get(username="consulta"), "consulta-demo-2026")
+    sign_in_staff(client, get_user_model().objects.get(username="consulta"))
     tree = page_in(client, "es")
     assert cells(tree, "sales-today") == ["$2,379.00", "3", "$120.50", "1"]
     for link_id, rows in needs_attention.items():

@@ -2,7 +2,8 @@
 account an authenticator (django-otp's TOTP device, of a secret the tests know) unless it has
 one, then either signs the test client's session in as the code page does (a verified device,
 the shift's start), or, given the password, goes through the password page and the code page
-over HTTP with the code the authenticator shows now (`current_code`)."""
+with the code the authenticator shows now (`current_code`); a browser of a shop's server signs
+in over HTTP the same two steps."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ import time
 from typing import Any
 
 import pyotp
-from django.test import Client
 from django.urls import reverse
 from django_otp import DEVICE_ID_SESSION_KEY
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from staff_signin.session import VERIFIED_AT_KEY
+from tools.admin_sign_in import admin_sign_in
 
 # The secret of the authenticators tests give (base32).
 TEST_SECRET = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"
@@ -46,8 +47,14 @@ def current_code(device: TOTPDevice, *, fresh: bool = True) -> str:
     return pyotp.TOTP(secret_of(device)).now()
 
 
-def sign_in_staff(client: Client, user: Any, password: str | None = None) -> Client:
-    """`client` signed in to the admin as `user` with a second factor."""
+def sign_in_staff(client: Any, user: Any, password: str | None = None, *, url: str = "") -> Any:
+    """`client` signed in to the admin as `user` with a second factor. A `requests.Session`
+    browsing a shop's server at `url` signs in as a demo account (`user` its username), over
+    HTTP, with the demo authenticator's code, as the soak and the release check do."""
+    if url:
+        assert password is not None
+        assert admin_sign_in(client, url, str(user), password), "the admin did not open"
+        return client
     device = authenticator(user)
     if password is None:
         client.force_login(user)

@@ -41,7 +41,7 @@ def payment(db: None) -> Payment:
 def clients(admin_client: Client, django_user_model: Any) -> dict[str, Client]:
     call_command("seed_demo", verbosity=0)
     consulta = Client()
-    sign_in_staff(consulta, get_user_model().objects.get(username="consulta"), "consulta-demo-2026")
+    sign_in_staff(consulta, get_user_model().objects.get(username="consulta"))
     clerk_user = get_user_model().objects.create_user(
         "clerk", password="x-long-pass", is_staff=True
     )
