@@ -103,8 +103,7 @@ def signed_in(request: HttpRequest, pending: Pending, device: Device) -> None:
 def refused(request: HttpRequest, form: CodeForm, user: Any, checked: Checked) -> None:
     guessing.count_refused(user_id=user.pk, address=client_address(request))
     waiting = checked.wait_until is not None
-    sign_in_record(kind=Kind.CODE_REFUSED, request=request, user=user,
-                   message="the device's delay after wrong codes" if waiting else "")  # fmt: skip
+    sign_in_record(kind=Kind.CODE_REFUSED, request=request, user=user)
     error = words.CODE_WAIT % {"seconds": checked.wait_seconds} if waiting else words.CODE_WRONG
     form.add_error("code", error)
 

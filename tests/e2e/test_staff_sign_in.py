@@ -198,6 +198,9 @@ def test_a_recovery_code_works_once(e2e_browser: Any, signin_shop: Shop) -> None
     wait_until(lambda: len(mail.outbox) == 1)
     assert set(mail.outbox[0].to) == {"admin@tienda.example", "duena@tienda.example"}
     assert codes[0] not in mail.outbox[0].body
+    page.goto(f"{signin_shop.url}{reverse('admin:staff_signin_recovery_codes')}")
+    expect(page.locator("#code-form")).to_be_visible()
+    assert_accessible(page)
 
     page.locator("#logout-form [type=submit]").click()
     wait_until(lambda: not signed_in_sessions(admin))

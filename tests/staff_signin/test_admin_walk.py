@@ -117,3 +117,27 @@ def test_a_verified_session_opens_them(admin_client: Client) -> None:
     assert admin_client.get("/admin/").status_code == 200
     assert admin_client.get("/admin/staff_signin/signinevent/").status_code == 200
     assert admin_client.get("/admin/sign-in/recovery-codes/").status_code == 200
+
+
+def test_the_sign_in_ledger_is_the_owners_and_read_only(
+    admin_client: Client, django_user_model: Any
+) -> None:
+    """The owner (a superuser) reads the list; other staff, even with every model permission
+    of the ledger, do not see it; nobody adds, changes or deletes a row."""
+    from django.contrib.auth.models import Permission
+
+    from staff_signin.models import SignInEvent
+
+    event = SignInEvent.objects.create(kind="password_refused", username="nadie")
+    listing = reverse("admin:staff_signin_signinevent_changelist")
+    assert admin_client.get(listing).status_code == 200
+    assert admin_client.get(reverse("admin:staff_signin_signinevent_add")).status_code == 403
+    change = reverse("admin:staff_signin_signinevent_change", args=[event.pk])
+    assert admin_client.post(change, {"username": "otro"}).status_code == 403
+    delete = reverse("admin:staff_signin_signinevent_delete", args=[event.pk])
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 403
+    clerk = django_user_model.objects.create_user("clerk", is_staff=True)
+    clerk.user_permissions.set(Permission.objects.filter(codename__endswith="signinevent"))
+    browser = sign_in_staff(Client(), clerk)
+    assert browser.get(listing).status_code == 403
+    assert SignInEvent.objects.get().username == "nadie"
