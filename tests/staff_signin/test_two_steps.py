@@ -19,6 +19,7 @@ from django_otp.plugins.otp_static.models import StaticToken
 from staff_signin.devices import recovery_codes_replace
 from staff_signin.models import SignInEvent
 from staff_signin.views import CODES_LEFT_KEY
+from tests.helpers.metrics import TOKEN, scrape, value
 from tests.helpers.staff import authenticator, current_code
 from tests.staff_signin.conftest import PASSWORD
 from tests.staff_signin.helpers import code, kinds, logged_in_as, password
@@ -240,3 +241,21 @@ def test_the_shoppers_sessions_keep_their_length(client: Client, settings: Any) 
     """Only a verified staff session is cut to a shift."""
     client.get("/")
     assert client.session.get_expiry_age() == settings.SESSION_COOKIE_AGE
+
+
+def test_each_step_is_counted_on_metrics(member: Any, settings: Any) -> None:
+    """The ledger's kinds are counters on /metrics (the alert on guessed codes reads them)."""
+    settings.METRICS_TOKEN = TOKEN
+    before = scrape(Client())
+    client = Client()
+    password(client, "marta", "no-es")
+    password(client, "marta", PASSWORD)
+    code(client, wrong(authenticator(member)))
+    after = scrape(Client())
+
+    def delta(kind: str) -> float:
+        name = "shop_staff_signin_events_total"
+        return value(after, name, kind=kind) - value(before, name, kind=kind)
+
+    assert (delta("password_refused"), delta("password_accepted")) == (1, 1)
+    assert (delta("code_refused"), delta("code_accepted")) == (1, 0)
