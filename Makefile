@@ -33,7 +33,9 @@ seed: migrate
 ## The whole demo in the foreground: sandbox, shop, Celery worker and beat. Ctrl-C stops all.
 ## Its processes count into one metrics directory (/metrics with METRICS_TOKEN=... make demo).
 demo: seed
-	@echo "Shop:    http://127.0.0.1:$(SHOP_PORT)  (admin: admin / tienda-demo-2026)"
+	@echo "Shop:    http://127.0.0.1:$(SHOP_PORT)  (admin: admin / tienda-demo-2026, then the code"
+	@echo "         of '.venv/bin/python manage.py staff_demo_code admin', or add the secret"
+	@echo "         JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP to an authenticator app)"
 	@echo "Sandbox: http://127.0.0.1:$(SANDBOX_PORT)  (keys: pk_sandbox_demo / sk_sandbox_demo)"
 	metrics="$$(realpath -m "$${SHOP_VAR_DIR:-var}/metrics")"; rm -rf "$$metrics" \
 		&& mkdir -p "$$metrics" && PROMETHEUS_MULTIPROC_DIR="$$metrics" \
@@ -94,7 +96,8 @@ volume: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py fill_volume $(VOLUME_ARGS)
 	@echo "Admin on it: DATABASE_URL=$$DATABASE_URL $(BIN)/python manage.py runserver," \
-		"then http://127.0.0.1:8000/admin/ (admin / tienda-demo-2026)"
+		"then http://127.0.0.1:8000/admin/ (admin / tienda-demo-2026, code:" \
+		"manage.py staff_demo_code admin)"
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache

@@ -22,6 +22,7 @@ from tests.helpers.sandbox import (
     sandbox_database_url,
 )
 from tests.helpers.shop import fill_catalogue
+from tests.helpers.staff import sign_in_staff
 
 # Fuzz tests can be replayed: every failure prints the blob that reproduces it
 # (@reproduce_failure), and in CI each run draws the same examples (a fixed seed per test).
@@ -122,6 +123,14 @@ def fresh_cache() -> Iterator[None]:
     clear_cache()
     yield
     clear_cache()
+
+
+@pytest.fixture
+def admin_client(db: None, admin_user: Any) -> Any:
+    """pytest-django's superuser's browser, signed in to the admin with a second factor."""
+    from django.test import Client
+
+    return sign_in_staff(Client(), admin_user)
 
 
 @pytest.fixture

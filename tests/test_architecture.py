@@ -19,6 +19,7 @@ PACKAGES = (
     "webhooks",
     "payments",
     "staff_actions",
+    "staff_signin",
     "core",
     "sandbox",
 )
@@ -31,10 +32,10 @@ def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_import_rules_between_the_apps_hold() -> None:
     """The layers look only down (config; dashboard and monitoring; checkout and webhooks;
-    payments; staff actions; the shared core); no app imports config; checkout uses payments'
-    features (never its client or types, never webhooks); no rules module, admin or view reaches
-    the provider's client; the sandbox and the shop import nothing of each other; checkout's
-    services queue its tasks by name."""
+    payments; staff actions and staff sign-in, apart; the shared core); no app imports config;
+    checkout uses payments' features (never its client or types, never webhooks); no rules
+    module, admin or view reaches the provider's client; the sandbox and the shop import
+    nothing of each other; checkout's services queue its tasks by name."""
     result = lint_imports(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "7 kept, 0 broken" in result.stdout
@@ -67,6 +68,11 @@ def test_the_import_rules_between_the_apps_hold() -> None:
             "payments/models.py",
             "from config import settings",
             "payments is not allowed to import config",
+        ),
+        (
+            "staff_signin/site.py",
+            "from dashboard import figures",
+            "staff_signin is not allowed to import dashboard",
         ),
     ],
 )

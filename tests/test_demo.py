@@ -58,6 +58,27 @@ def _wait_for(url: str, deadline: float, **kwargs: object) -> requests.Response:
     raise AssertionError(f"{url} did not answer in time")
 
 
+def _sign_in_as_the_readme_says(shop: str, env: dict[str, str], log_path: Path) -> None:
+    """README, "Demo credentials": admin's password, then the code `manage.py staff_demo_code
+    admin` prints; `make demo` printed both, and the secret for an authenticator app."""
+    output = log_path.read_text(errors="replace")
+    assert "tienda-demo-2026" in output and "staff_demo_code admin" in output, output
+    assert "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP" in output, output
+    browser = requests.Session()
+    browser.get(f"{shop}/admin/login/", timeout=10)
+    token = {"csrfmiddlewaretoken": browser.cookies["csrftoken"]}
+    answer = browser.post(f"{shop}/admin/login/", {"username": "admin",
+                          "password": "tienda-demo-2026", **token}, timeout=10)  # fmt: skip
+    assert "/admin/sign-in/code/" in answer.url, answer.url
+    printed = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), "manage.py", "staff_demo_code", "admin"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.strip()  # fmt: skip
+    answer = browser.post(answer.url, {"code": printed, **token}, timeout=10)
+    assert answer.url == f"{shop}/admin/", answer.url
+    assert 'id="owner-dashboard"' in answer.text or "logout-form" in answer.text
+
+
 def test_make_demo_runs_everything_on_embedded_defaults(tmp_path: Path) -> None:
     """With no database or broker configured, `make demo` serves the shop and the sandbox
     on the chosen ports, the README's curl lists the payment methods, the worker starts; a
@@ -89,6 +110,7 @@ def test_make_demo_runs_everything_on_embedded_defaults(tmp_path: Path) -> None:
         assert {m["id"] for m in methods.json()} == {"visa", "master", "amex", "cashpay"}
         home = _wait_for(f"http://127.0.0.1:{shop_port}/", deadline)
         assert "Tienda Tlali" in home.text
+        _sign_in_as_the_readme_says(f"http://127.0.0.1:{shop_port}", env, log_path)
         while time.monotonic() < deadline and not all(
             started in log_path.read_bytes() for started in (b"ready.", b"beat: Starting")
         ):

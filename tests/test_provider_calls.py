@@ -41,6 +41,7 @@ SHOP_PACKAGES = (
     "config",
     "core",
     "staff_actions",
+    "staff_signin",
     "dashboard",
     "monitoring",
 )

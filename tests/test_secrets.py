@@ -55,6 +55,7 @@ from tests.helpers.provider import (
 )
 from tests.helpers.servers import free_port
 from tests.helpers.shop import CUSTOMER, fill_catalogue
+from tests.helpers.staff import sign_in_staff
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.processing import webhook_process
 
@@ -454,7 +455,7 @@ def staff(django_user_model: Any, harness: Harness) -> RecordingClient:
         username="root", email="root@tienda.example", password="a-long-test-password"
     )
     browser = harness.browser()
-    browser.force_login(user)
+    sign_in_staff(browser, user)
     return browser
 
 

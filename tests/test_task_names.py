@@ -29,6 +29,7 @@ TASK_NAMES = {
     "payments.tasks.provider_check_task",
     "payments.tasks.staff_action_run_task",
     "payments.tasks.staff_actions_requeue_task",
+    "staff_signin.tasks.sign_in_mail_task",
     "webhooks.tasks.webhook_process_task",
     "webhooks.tasks.webhook_relay_task",
     "webhooks.tasks.webhooks_prune_task",

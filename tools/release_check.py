@@ -271,6 +271,10 @@ class Check:
                     + " | ".join(tail)
                 ) from None
         self.figures["migrations took"] = f"{took:.1f} s"
+        # The demo accounts' authenticators, as an operator's enrolment would give them: the
+        # traffic's staff signs in again, with codes, once the new release serves
+        # (docs/deployment.md, "Upgrading").
+        self.new.manage(self.base, "seed_demo", log=log)
         waited = f"{locks.longest * 1000:.0f} ms"
         if locks.statement:
             waited += f" ({locks.statement[:100]})"

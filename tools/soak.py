@@ -29,6 +29,7 @@ from typing import Any
 
 import requests
 
+from tools.admin_sign_in import admin_sign_in
 from tools.soak_report import MAX_REFUSED_SHARE, MAX_UNPAID_SHARE, Run, Thresholds, judge, summary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -266,11 +267,8 @@ def challenge_outcome(shopper: Shopper, reference: str, payment_id: str) -> str:
 class Staff:
     def __init__(self, demo: Demo) -> None:
         self.demo, self.http = demo, requests.Session()
-        login = f"{demo.shop}/admin/login/"
-        self.http.get(login, timeout=30)
-        self.http.post(login, {"username": ADMIN[0], "password": ADMIN[1], "next": "/admin/",
-                               "csrfmiddlewaretoken": self.http.cookies.get("csrftoken", "")},
-                       timeout=30).raise_for_status()  # fmt: skip
+        if not admin_sign_in(self.http, demo.shop, *ADMIN):
+            raise RuntimeError("the demo admin could not sign in (password and code)")
 
     def refund(self, payment_pk: int, amount: str) -> bool:
         url = f"{self.demo.shop}/admin/payments/payment/{payment_pk}/refund/"

@@ -159,6 +159,28 @@ SHOP_STATUS_CHECKS_PER_SESSION = env_str("SHOP_STATUS_CHECKS_PER_SESSION", "40/m
 ADMIN_LOGIN_RATE_PER_ADDRESS = env_str("ADMIN_LOGIN_RATE_PER_ADDRESS", "10/5m")
 ADMIN_LOGIN_RATE_PER_USER = env_str("ADMIN_LOGIN_RATE_PER_USER", "5/5m")
 RATELIMIT_VIEW = "core.error_pages.ratelimited"
+
+# Staff sign in with a password and a second factor (staff_signin; docs/deployment.md).
+# A verified staff session gives the admin for one shift, in hours; then it signs in again.
+STAFF_SESSION_HOURS = float(env_decimal("STAFF_SESSION_HOURS", "8"))
+# How long an enrolment window opened by `manage.py staff_second_factor open USER` stays open.
+STAFF_ENROLMENT_WINDOW_HOURS = float(env_decimal("STAFF_ENROLMENT_WINDOW_HOURS", "24"))
+# Wrong codes on the code page, per account and per client address; the next try gets the 429
+# page until the period ends. Each device also waits 1, 2, 4, 8... seconds after each wrong code
+# (django-otp's throttling, kept in the database).
+STAFF_SIGNIN_CODES_PER_USER = env_str("STAFF_SIGNIN_CODES_PER_USER", "5/15m")
+STAFF_SIGNIN_CODES_PER_ADDRESS = env_str("STAFF_SIGNIN_CODES_PER_ADDRESS", "20/15m")
+# An account's wrong codes within an hour that mail the managers (SHOP_MANAGERS).
+STAFF_SIGNIN_ALERT_FAILURES = env_int("STAFF_SIGNIN_ALERT_FAILURES", 10)
+if STAFF_SESSION_HOURS <= 0 or STAFF_ENROLMENT_WINDOW_HOURS <= 0 or STAFF_SIGNIN_ALERT_FAILURES < 1:
+    raise ImproperlyConfigured(
+        "STAFF_SESSION_HOURS and STAFF_ENROLMENT_WINDOW_HOURS must be above 0, "
+        "STAFF_SIGNIN_ALERT_FAILURES at least 1"
+    )
+# The name authenticator apps show for the shop's accounts; the delay factor after wrong codes.
+OTP_TOTP_ISSUER = SHOP_NAME
+OTP_TOTP_THROTTLE_FACTOR = 1
+OTP_STATIC_THROTTLE_FACTOR = 1
 # Behind a proxy, the META key of the header that carries the client's address
 # (e.g. HTTP_X_REAL_IP); unset, REMOTE_ADDR.
 SHOP_CLIENT_IP_HEADER = env_str("SHOP_CLIENT_IP_HEADER")

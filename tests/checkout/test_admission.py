@@ -21,6 +21,7 @@ from django.utils import timezone
 from checkout import admission
 from checkout.models import Product
 from tests.helpers.shop import place_order, shopper
+from tests.helpers.staff import sign_in_staff
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
@@ -149,7 +150,7 @@ def test_admin_and_health_are_never_held_back(admin_user: Any, taza: Product, st
     for _ in range(2):
         home(shopper())
     staff = Client()
-    staff.force_login(admin_user)
+    sign_in_staff(staff, admin_user)
     assert position(staff.get("/admin/")) is None
     assert position(shopper().get("/healthz")) is None
 

@@ -28,6 +28,7 @@ from tests.factories import ProductFactory
 from tests.helpers.html import html
 from tests.helpers.provider import Api
 from tests.helpers.shop import own, place_order, shopper
+from tests.helpers.staff import sign_in_staff
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sandbox]
 
@@ -205,7 +206,7 @@ def test_the_shopper_and_staff_read_it_in_their_language(
 
     settings.LANGUAGE_CODE = language
     admin = Client(HTTP_ACCEPT_LANGUAGE=language)
-    admin.force_login(staff)
+    sign_in_staff(admin, staff)
     page = html(admin.get(reverse("admin:checkout_order_change", args=[order.pk])))
     ledger = page.one(id="order-ledger").text
     assert ledger_says in ledger

@@ -24,6 +24,7 @@ from payments.models import Payment
 from tests.checkout.helpers import stock
 from tests.helpers.provider import Api
 from tests.helpers.shop import paid_order, remote_of
+from tests.helpers.staff import sign_in_staff
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox, pytest.mark.usefixtures("in_english")]
 
@@ -41,7 +42,7 @@ def staff(username: str, *permissions: str) -> Client:
             Permission.objects.get(content_type__app_label=app_label, codename=codename)
         )
     client = Client()
-    client.force_login(user)
+    sign_in_staff(client, user)
     return client
 
 
@@ -54,7 +55,7 @@ def admin(admin_client: Client) -> Client:
 def consulta(db: None) -> Client:
     call_command("seed_demo", verbosity=0)
     client = Client()
-    assert client.login(username="consulta", password="consulta-demo-2026")
+    sign_in_staff(client, get_user_model().objects.get(username="consulta"))
     return client
 
 

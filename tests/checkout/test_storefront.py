@@ -15,6 +15,7 @@ from checkout.catalog_seed import DEMO_PRODUCTS
 from checkout.models import Product
 from checkout.templatetags.shop import mxn
 from tests.helpers.html import html
+from tests.helpers.staff import sign_in_staff
 
 pytestmark = pytest.mark.django_db
 
@@ -166,5 +167,5 @@ def test_seed_demo_creates_the_documented_staff_account_once(client: Client) -> 
     call_command("seed_demo")
     call_command("seed_demo")
     assert get_user_model().objects.filter(username="admin", is_staff=True).count() == 1
-    assert client.login(username="admin", password="tienda-demo-2026")
+    sign_in_staff(client, get_user_model().objects.get(username="admin"), "tienda-demo-2026")
     assert client.get("/admin/").status_code == 200

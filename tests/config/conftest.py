@@ -15,8 +15,10 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from payments.models import PaymentStatus, Subscription
+from staff_signin.models import SignInEvent
 from tests.config.csrf_cases import PASSWORD, WEBHOOK_TOKEN, World, payment_row
 from tests.factories import OrderFactory, ProductFactory
+from tests.helpers.staff import authenticator
 from webhooks.models import WebhookEvent, WebhookState
 
 
@@ -49,6 +51,8 @@ def world(settings: Any, calls: list[tuple[str, str]], django_user_model: Any) -
     waiting_order = OrderFactory(lines=[(product, 1)])
     payment_row(waiting_order.reference, PaymentStatus.PENDING, capture_method="automatic")
     root = django_user_model.objects.create_superuser("root", "root@example.com", PASSWORD)
+    authenticator(root)
+    SignInEvent.objects.create(kind="password_refused", username="nadie")
     return World(
         product=product,
         spare_product=spare_product,

@@ -35,8 +35,10 @@ from payments.models import (
     Subscription,
 )
 from staff_actions.models import StaffAction
+from staff_signin.models import SignInEvent
 from tests.factories import PaymentFactory
 from tests.helpers.shop import CUSTOMER, keep_session, own
+from tests.helpers.staff import sign_in_staff
 from webhooks.models import WebhookEvent, WebhookState
 
 PASSWORD = "a-long-test-password"
@@ -60,6 +62,7 @@ STATE = [
     Subscription,
     WebhookEvent,
     LogEntry,
+    SignInEvent,
     Group,
     settings.AUTH_USER_MODEL,
 ]
@@ -147,7 +150,7 @@ def csrf_browser(warm_up: str, user: Any = None) -> Client:
     """A CSRF-checking browser that has opened a page, and so holds the CSRF cookie."""
     client = Client(enforce_csrf_checks=True, SERVER_NAME="localhost")
     if user is not None:
-        client.force_login(user)
+        sign_in_staff(client, user)
     assert client.get(warm_up).status_code == 200
     assert client.cookies["csrftoken"].value
     return client
@@ -248,6 +251,30 @@ def _logged_in_as(who: str, expected: Build | None) -> Effect:
     return check
 
 
+def _password_accepted(who: str, expected: Build) -> Effect:
+    """The password alone logs nobody in: the account waits for its code."""
+
+    def check(world: World, response: Any) -> None:
+        session = world.client(who).session
+        assert session.get("_auth_user_id") is None
+        assert session["staff_signin_pending"]["user"] == expected(world).pk
+
+    return check
+
+
+def _recovery_codes_kept(world: World, response: Any) -> None:
+    """A wrong code makes no new recovery codes."""
+    assert response.status_code == 200
+    assert SignInEvent.objects.filter(kind="code_refused").exists()
+    assert not SignInEvent.objects.filter(kind="recovery_codes_made").exists()
+
+
+def _sign_in_event() -> SignInEvent:
+    return SignInEvent.objects.order_by("id").first() or SignInEvent.objects.create(
+        kind="password_refused", username="nadie"
+    )
+
+
 def _cart_is(quantity: int | None) -> Effect:
     def check(world: World, response: Any) -> None:
         assert world.cart().get(str(world.product.pk)) == quantity, world.cart()
@@ -299,10 +326,10 @@ def _asked_for_orders(world: World, response: Any) -> None:
     assert response["Location"] == reverse("checkout:my_orders")
 
 
-def _model_admin(app_model: str, obj: Build, *, denied: bool) -> dict[str, Case]:
+def _model_admin(app_model: str, obj: Build, *, denied: bool, base: str = "") -> dict[str, Case]:
     """The routes every ModelAdmin has; `denied` for the admins that never add, change or delete
-    (payments, subscriptions, webhook events)."""
-    base = f"admin/{app_model.replace('_', '/', 1)}/"
+    (payments, subscriptions, webhook events, sign-ins)."""
+    base = base or f"admin/{app_model.replace('_', '/', 1)}/"
     name = app_model
     cases = {
         f"{base}add/": Case(admin(f"{name}_add"), denied=denied),
@@ -346,7 +373,33 @@ CASES: dict[str, Case] = {
         admin("login"),
         lambda w: {"username": "root", "password": PASSWORD, "next": "/admin/"},
         who="anonymous",
-        effect=_logged_in_as("anonymous", lambda w: w.root),
+        effect=_password_accepted("anonymous", lambda w: w.root),
+    ),
+    # The sign-in's second step: without a password accepted first, back to the password page.
+    "admin/sign-in/code/": Case(
+        admin("staff_signin_code"),
+        lambda w: {"code": "000000"},
+        who="anonymous",
+        effect=_logged_in_as("anonymous", None),
+    ),
+    "admin/sign-in/enrol/": Case(
+        admin("staff_signin_enrol"),
+        lambda w: {"code": "000000"},
+        who="anonymous",
+        effect=_logged_in_as("anonymous", None),
+    ),
+    "admin/sign-in/recovery-codes/": Case(
+        admin("staff_signin_recovery_codes"),
+        lambda w: {"code": "000000"},
+        effect=_recovery_codes_kept,
+    ),
+    # The sign-in ledger: read only.
+    "admin/staff_signin/signinevent/": Case(admin("staff_signin_signinevent_changelist")),
+    **_model_admin(
+        "staff_signin_signinevent",
+        lambda w: _sign_in_event(),
+        denied=True,
+        base="admin/staff_signin/signinevent/",
     ),
     "admin/logout/": Case(admin("logout"), effect=_logged_in_as("staff", None)),
     "admin/password_change/": Case(
@@ -367,7 +420,7 @@ CASES: dict[str, Case] = {
             args=[ContentType.objects.get_for_model(Product).pk, w.product.pk],
         )
     ),
-    "admin/^(?P<app_label>auth|payments|checkout|webhooks)/$": Case(
+    "admin/^(?P<app_label>auth|staff_signin|payments|checkout|webhooks)/$": Case(
         lambda w: reverse("admin:app_list", kwargs={"app_label": "payments"})
     ),
     "admin/(?P<url>.*)$": Case(lambda w: "/admin/nowhere/"),

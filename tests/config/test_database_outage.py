@@ -26,6 +26,7 @@ from checkout.management.commands.seed_demo import DEMO_ADMIN_PASSWORD, DEMO_ADM
 from tests.helpers.paths import ROOT
 from tests.helpers.servers import free_port
 from tests.helpers.shop import CUSTOMER
+from tests.helpers.staff import sign_in_staff
 from tests.helpers.waiting import wait_until
 from tools.test_services import EmbeddedPostgres
 
@@ -157,10 +158,7 @@ def place_order(shop: Shop) -> tuple[requests.Session, str]:
 def staff(shop: Shop) -> requests.Session:
     """The demo staff member, signed in to the admin."""
     browser = requests.Session()
-    assert browser.get(f"{shop.url}/admin/login/", timeout=10).status_code == 200
-    login = {"username": DEMO_ADMIN_USERNAME, "password": DEMO_ADMIN_PASSWORD, "next": "/admin/"}
-    assert csrf_post(browser, f"{shop.url}/admin/login/", login).status_code == 302
-    return browser
+    return sign_in_staff(browser, DEMO_ADMIN_USERNAME, DEMO_ADMIN_PASSWORD, url=shop.url)
 
 
 @dataclass

@@ -38,6 +38,7 @@ from tests.factories import (
 )
 from tests.helpers.database import plan_of
 from tests.helpers.html import Node, html
+from tests.helpers.staff import sign_in_staff
 from webhooks.models import GAVE_UP, WebhookEvent
 
 pytestmark = pytest.mark.django_db
@@ -337,7 +338,7 @@ def staff(*permissions: str) -> Client:
             Permission.objects.get(content_type__app_label=app_label, codename=codename)
         )
     client = Client()
-    client.force_login(user)
+    sign_in_staff(client, user)
     return client
 
 
@@ -347,7 +348,7 @@ def test_consulta_sees_the_dashboard(
     """The demo's read-only account sees every part of the dashboard and may open its links."""
     call_command("seed_demo", verbosity=0)
     client = Client()
-    assert client.login(username="consulta", password="consulta-demo-2026")
+    sign_in_staff(client, get_user_model().objects.get(username="consulta"))
     tree = page_in(client, "es")
     assert cells(tree, "sales-today") == ["$2,379.00", "3", "$120.50", "1"]
     for link_id, rows in needs_attention.items():

@@ -13,12 +13,14 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.urls import reverse
 from playwright.sync_api import expect
 
 from checkout.models import Order, OrderStatus
 from payments.models import Payment
 from tests.helpers.provider import VISA, Api
+from tests.helpers.staff import authenticator, current_code
 from tests.helpers.waiting import wait_until
 
 DESKTOP = {"width": 1280, "height": 900}
@@ -43,15 +45,32 @@ def open_page(browser: Any, viewport: dict[str, int] | None = None, **options: A
     return page
 
 
-def log_in(
-    e2e_browser: Any, shop: Shop, username: str, password: str, locale: str = "es-MX"
-) -> Any:
-    """A page of its own, logged in to the admin as `username`."""
-    page = open_page(e2e_browser, locale=locale)
+def type_password(page: Any, shop: Shop, username: str, password: str) -> None:
+    """The admin's password page, filled and sent."""
     page.goto(f"{shop.url}{reverse('admin:login')}")
     page.locator("#id_username").fill(username)
     page.locator("#id_password").fill(password)
-    page.locator("#login-form [type=submit]").click()
+    with page.expect_navigation():
+        page.locator("#login-form [type=submit]").click()
+
+
+def type_code(page: Any, code: str) -> None:
+    """The code page (or the enrolment page), filled and sent."""
+    page.locator("#id_code").fill(code)
+    with page.expect_navigation():
+        page.locator("#code-form [type=submit]").click()
+
+
+def log_in(
+    e2e_browser: Any, shop: Shop, username: str, password: str, locale: str = "es-MX"
+) -> Any:
+    """A page of its own, signed in to the admin as `username` with its password and the code
+    its authenticator shows (an authenticator is given to an account without one)."""
+    device = authenticator(get_user_model().objects.get(username=username))
+    page = open_page(e2e_browser, locale=locale)
+    type_password(page, shop, username, password)
+    page.wait_for_url(re.compile(re.escape(f"{shop.url}{reverse('admin:staff_signin_code')}")))
+    type_code(page, current_code(device))
     page.wait_for_url(f"{shop.url}{reverse('admin:index')}")
     return page
 

@@ -19,6 +19,7 @@ from django.utils.html import escape
 from payments.actions.calls import payment_refund
 from payments.models import PaymentEventKind, PaymentStatus, Refund
 from tests.helpers.provider import Api
+from tests.helpers.staff import sign_in_staff
 from tests.payments.helpers import (
     action_url,
     approved,
@@ -63,7 +64,7 @@ def test_capture_form_defaults_to_the_full_amount(
 ) -> None:
     """GET shows the form prefilled with the authorized amount; posting it captures it all."""
     payment = authorized(provider, amount="250.00")
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     page = client.get(action_url("capture", payment))
     assert page.status_code == 200
@@ -95,7 +96,7 @@ def test_capture_a_partial_amount(
 ) -> None:
     """Posting a smaller amount captures only that amount at the provider."""
     payment = authorized(provider, amount="250.00")
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     response = ask(client, action_url("capture", payment), {"amount": "100.00"})
 
@@ -138,7 +139,7 @@ def test_capture_form_refuses_bad_amounts_without_calling_the_provider(
     events = payment.events.count()
     before = snapshot(payment)
     calls = count_calls(provider)
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     response = ask(client, action_url("capture", payment), {"amount": amount})
 
@@ -166,7 +167,7 @@ def test_cancel_asks_for_confirmation_then_cancels(
     """GET shows a confirmation page and changes nothing; POST cancels at the provider."""
     payment = authorized(provider)
     calls = count_calls(provider)
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     page = client.get(action_url("cancel", payment))
 
@@ -196,7 +197,7 @@ def test_refund_a_partial_amount_with_a_reason(
 ) -> None:
     """The refund form takes an amount and a reason; the refund is made and recorded."""
     payment = approved(provider, amount="300.00")
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     page = client.get(action_url("refund", payment))
     assert page.status_code == 200
@@ -231,7 +232,7 @@ def test_refund_form_refuses_more_than_is_left_to_refund(
     events = payment.events.count()
     before = snapshot(payment)
     calls = count_calls(provider)
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     page = client.get(action_url("refund", payment))
     prefilled = re.search(r'name="amount" value="([^"]*)"', page.content.decode())
@@ -256,7 +257,7 @@ def test_refresh_asks_first(provider: Api, client: Client, admin_user: Any) -> N
     the same address."""
     payment = authorized(provider)
     calls = count_calls(provider)
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     response = client.get(action_url("refresh", payment))
 
@@ -276,7 +277,7 @@ def test_refresh_applies_the_provider_state(
         headers={"Idempotency-Key": uuid.uuid4().hex},
     )
     assert captured.status_code == 200, captured.text
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     response = ask(client, action_url("refresh", payment))
 
@@ -316,7 +317,7 @@ def test_a_provider_error_shows_a_message_and_changes_nothing(
     remote_before = provider.payment(payment.provider_id)
     before = snapshot(payment)
     hits = inject_fault(provider, path, method, 500)
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     response = ask(client, action_url(action, payment), data)
 

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from payments.models import Payment, PaymentEventKind, PaymentStatus
 from tests.helpers.provider import Api
+from tests.helpers.staff import sign_in_staff
 from tests.payments.helpers import (
     CHANGELIST,
     VIEW_PAYMENTS,
@@ -53,7 +54,7 @@ def test_bulk_capture_reports_each_row(
     """capture_selected: one success and one failure message, one per selected payment."""
     good = authorized(provider)
     bad = approved(provider)
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     response = _bulk(client, "capture_selected", good, bad)
 
@@ -77,7 +78,7 @@ def test_bulk_cancel_reports_each_row(
     """cancel_selected: the authorization is cancelled; the captured payment is refused."""
     good = authorized(provider)
     bad = approved(provider)
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     response = _bulk(client, "cancel_selected", good, bad)
 
@@ -98,7 +99,7 @@ def test_bulk_refresh_reports_each_row(
     """refresh_selected: a payment known to the provider refreshes; one without an id fails."""
     good = authorized(provider)
     bad = stored_payment("ORD-NOID01", status=PaymentStatus.FAILED, provider_id=None)
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     response = _bulk(client, "refresh_selected", good, bad)
 
@@ -118,18 +119,18 @@ def test_bulk_actions_offered_follow_permissions(
     url = reverse(CHANGELIST)
     all_actions = {"capture_selected", "cancel_selected", "refresh_selected"}
 
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
     assert all_actions <= action_choices(client.get(url))
 
-    client.force_login(make_staff("viewer", *VIEW_PAYMENTS))
+    sign_in_staff(client, make_staff("viewer", *VIEW_PAYMENTS))
     response = client.get(url)
     assert action_choices(response) & all_actions == set()
     assert 'value="capture_selected"' not in response.content.decode()
 
-    client.force_login(make_staff("reader", *VIEW_PAYMENTS, "refresh_payment"))
+    sign_in_staff(client, make_staff("reader", *VIEW_PAYMENTS, "refresh_payment"))
     assert action_choices(client.get(url)) & all_actions == {"refresh_selected"}
 
-    client.force_login(make_staff("capturer", *VIEW_PAYMENTS, "capture_payment"))
+    sign_in_staff(client, make_staff("capturer", *VIEW_PAYMENTS, "capture_payment"))
     assert action_choices(client.get(url)) & all_actions == {"capture_selected"}
 
 
@@ -141,7 +142,7 @@ def test_posting_a_bulk_action_without_permission_does_nothing(
     payment = authorized(provider)
     before = snapshot(payment)
     calls = count_calls(provider)
-    client.force_login(make_staff("reader", *VIEW_PAYMENTS, "refresh_payment"))
+    sign_in_staff(client, make_staff("reader", *VIEW_PAYMENTS, "refresh_payment"))
 
     response = _bulk(client, action, payment)
 

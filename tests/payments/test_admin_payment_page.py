@@ -17,6 +17,7 @@ from django.utils.html import strip_tags
 from payments.actions.calls import payment_refund
 from payments.models import PaymentStatus, Refund
 from tests.helpers.provider import Api
+from tests.helpers.staff import sign_in_staff
 from tests.payments.helpers import (
     VIEW_PAYMENTS,
     action_url,
@@ -102,7 +103,7 @@ def test_payment_page_action_links_follow_permission_and_status(
     """Capture/Cancel/Refund links and the Refresh button appear only with the matching
     permission and status."""
     payment = authorized(provider) if status == "authorized" else approved(provider)
-    client.force_login(make_staff("clerk", *VIEW_PAYMENTS, *perms))
+    sign_in_staff(client, make_staff("clerk", *VIEW_PAYMENTS, *perms))
 
     response = client.get(change_url(payment))
 

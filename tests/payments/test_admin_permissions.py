@@ -10,12 +10,14 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
 from payments.models import PaymentStatus
 from tests.helpers.provider import Api
+from tests.helpers.staff import authenticator, current_code, sign_in_staff
 from tests.payments.helpers import (
     CHANGELIST,
     VIEW_PAYMENTS,
@@ -46,7 +48,7 @@ def test_staff_without_the_action_permission_get_403(
     """A staff user with view_payment but not the action's permission: 403 on GET and POST."""
     payment = approved(provider) if action == "refund" else authorized(provider)
     others = {"capture", "cancel", "refund"} - {action}
-    client.force_login(make_staff("viewer", *VIEW_PAYMENTS, *(f"{o}_payment" for o in others)))
+    sign_in_staff(client, make_staff("viewer", *VIEW_PAYMENTS, *(f"{o}_payment" for o in others)))
     before = snapshot(payment)
     calls = count_calls(provider)
 
@@ -65,7 +67,7 @@ def test_a_user_with_only_the_action_permission_can_do_it(
     """A staff user holding only the action's permission can open the form and run it."""
     payment = approved(provider) if action == "refund" else authorized(provider)
     user = make_staff("operator", f"{action}_payment")
-    client.force_login(user)
+    sign_in_staff(client, user)
 
     assert client.get(action_url(action, payment)).status_code == 200
     response = ask(client, action_url(action, payment), {"amount": "50.00", "reason": "x"})
@@ -90,7 +92,9 @@ def test_anonymous_and_non_staff_are_sent_to_login(
     """Without a staff session, every payments admin URL redirects to the admin login."""
     payment = stored_payment("ORD-LOGI01", status=PaymentStatus.AUTHORIZED)
     if who == "non-staff":
-        client.force_login(make_staff("shopper", *VIEW_PAYMENTS, "capture_payment", is_staff=False))
+        sign_in_staff(
+            client, make_staff("shopper", *VIEW_PAYMENTS, "capture_payment", is_staff=False)
+        )
     url = {
         "change": change_url(payment),
         "list": reverse(CHANGELIST),
@@ -107,7 +111,7 @@ def test_csrf_token_is_required_on_actions(provider: Api, admin_user: Any, run_q
     payment = authorized(provider)
     calls = count_calls(provider, "/payments", "PATCH")
     browser = Client(enforce_csrf_checks=True)
-    browser.force_login(admin_user)
+    sign_in_staff(browser, admin_user)
 
     page = browser.get(action_url("capture", payment))
     assert page.status_code == 200
@@ -133,7 +137,7 @@ def test_csrf_token_is_required_on_bulk_actions(provider: Api, admin_user: Any) 
     payment = authorized(provider)
     calls = count_calls(provider)
     browser = Client(enforce_csrf_checks=True)
-    browser.force_login(admin_user)
+    sign_in_staff(browser, admin_user)
 
     response = browser.post(
         reverse(CHANGELIST),
@@ -160,11 +164,15 @@ def test_seed_demo_accounts_log_in_and_consulta_only_views(provider: Api) -> Non
             {"username": username, "password": password, "next": reverse(CHANGELIST)},
         )
         assert response.status_code == 302, username
+        assert response.url.startswith(reverse("admin:staff_signin_code"))
+        device = authenticator(get_user_model().objects.get(username=username))
+        response = browser.post(response.url, {"code": current_code(device)})
+        assert response.status_code == 302, username
         assert response.url == reverse(CHANGELIST)
         assert browser.get(reverse(CHANGELIST)).status_code == 200
 
     consulta = Client()
-    assert consulta.login(username="consulta", password="consulta-demo-2026")
+    sign_in_staff(consulta, get_user_model().objects.get(username="consulta"), "consulta-demo-2026")
     calls = count_calls(provider)
 
     page = consulta.get(change_url(payment))

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from payments.models import Payment, PaymentStatus
 from tests.factories import OrderFactory, PaymentFactory, ProductFactory
+from tests.helpers.staff import sign_in_staff
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +41,7 @@ def payment(db: None) -> Payment:
 def clients(admin_client: Client, django_user_model: Any) -> dict[str, Client]:
     call_command("seed_demo", verbosity=0)
     consulta = Client()
-    assert consulta.login(username="consulta", password="consulta-demo-2026")
+    sign_in_staff(consulta, get_user_model().objects.get(username="consulta"))
     clerk_user = get_user_model().objects.create_user(
         "clerk", password="x-long-pass", is_staff=True
     )
@@ -51,7 +52,7 @@ def clients(admin_client: Client, django_user_model: Any) -> dict[str, Client]:
         )
     )
     clerk = Client()
-    clerk.force_login(clerk_user)
+    sign_in_staff(clerk, clerk_user)
     return {"admin": admin_client, "consulta": consulta, "clerk": clerk}
 
 

@@ -50,6 +50,7 @@ from payments.models import (
     Subscription,
 )
 from tests.factories import PaymentFactory
+from tests.helpers.staff import authenticator, sign_in_staff
 from webhooks.models import WebhookEvent, WebhookState
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
@@ -117,7 +118,7 @@ def make_staff(django_user_model: Any) -> Callable[..., Any]:
 
 def logged_in(user: Any, **client_options: Any) -> Client:
     client = Client(**client_options)
-    client.force_login(user)
+    sign_in_staff(client, user)
     return client
 
 
@@ -499,12 +500,15 @@ PER_ADDRESS = allowed(settings.ADMIN_LOGIN_RATE_PER_ADDRESS)
 
 @pytest.fixture
 def staff_member(django_user_model: Any) -> Any:
-    return django_user_model.objects.create_superuser("root", "root@example.com", PASSWORD)
+    user = django_user_model.objects.create_superuser("root", "root@example.com", PASSWORD)
+    authenticator(user)
+    return user
 
 
 @dataclass
 class LoginTry:
-    """One POST of the admin login form, and who its browser is logged in as afterwards."""
+    """One POST of the admin login form, and whose password its browser had accepted
+    afterwards (the account then waits for its code)."""
 
     response: Any
     user_id: str | None
@@ -518,12 +522,16 @@ def login(address: str, username: str, password: str = "wrong-password", **meta:
     """POST the admin login form from a fresh browser at `address`."""
     client = Client(REMOTE_ADDR=address, **meta)
     response = client.post(LOGIN, {"username": username, "password": password, "next": "/admin/"})
-    return LoginTry(response, client.session.get("_auth_user_id"))
+    pending = client.session.get("staff_signin_pending") or {}
+    accepted = pending.get("user")
+    assert client.session.get("_auth_user_id") is None  # never logged in on a password alone
+    return LoginTry(response, str(accepted) if accepted is not None else None)
 
 
 def assert_logged_in(attempt: LoginTry, user: Any) -> None:
+    """The password was accepted: on to the code page."""
     assert attempt.status == 302, attempt.status
-    assert attempt.response.url == "/admin/"
+    assert attempt.response.url.startswith("/admin/sign-in/code/")
     assert attempt.user_id == str(user.pk)
 
 

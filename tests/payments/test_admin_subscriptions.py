@@ -17,6 +17,7 @@ from django.utils.html import escape
 from payments.actions.subscription_calls import subscription_sync
 from payments.models import Subscription
 from tests.helpers.provider import Api
+from tests.helpers.staff import sign_in_staff
 from tests.payments.helpers import action_choices, ask, count_calls, log_entries, messages_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
@@ -64,7 +65,7 @@ def test_subscription_cancel_confirms_then_cancels(
     """The Cancel action first shows a confirmation page; confirmed=yes cancels (PUT)."""
     maria = subscriptions[0]
     puts = count_calls(provider, "/subscriptions", "PUT")
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
     data = {"action": "cancel_selected", "index": "0", "_selected_action": [maria.pk]}
 
     page = client.post(reverse(SUBSCRIPTIONS), data)
@@ -111,7 +112,7 @@ def test_subscription_cancel_confirmation_works_with_csrf_checks(
     """With CSRF checks, the confirmation page's own form cancels the selection; no token: 403."""
     maria = subscriptions[0]
     browser = Client(enforce_csrf_checks=True)
-    browser.force_login(admin_user)
+    sign_in_staff(browser, admin_user)
     browser.get(reverse(SUBSCRIPTIONS))
     token = browser.cookies["csrftoken"].value
     url = reverse(SUBSCRIPTIONS)
@@ -144,7 +145,7 @@ def test_subscription_import_needs_the_csrf_token(
 ) -> None:
     """Import by id through a CSRF-checking client: 403 without the token, imports with it."""
     browser = Client(enforce_csrf_checks=True)
-    browser.force_login(admin_user)
+    sign_in_staff(browser, admin_user)
     url = reverse("admin:payments_subscription_import")
     assert browser.get(url).status_code == 200
     token = browser.cookies["csrftoken"].value
@@ -168,7 +169,7 @@ def test_subscription_cancel_needs_its_permission(
     """Without cancel_subscription the action is absent and posting it cancels nothing."""
     maria = subscriptions[0]
     puts = count_calls(provider, "/subscriptions", "PUT")
-    client.force_login(make_staff("viewer", "view_subscription"))
+    sign_in_staff(client, make_staff("viewer", "view_subscription"))
 
     page = client.get(reverse(SUBSCRIPTIONS))
     assert page.status_code == 200
@@ -191,7 +192,7 @@ def test_subscription_import_by_id(
 ) -> None:
     """Importing a seeded id: back to the list at once, which says the import is in progress;
     once its task ran, the subscription is stored, an addition logged, and the list says so."""
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
     url = reverse("admin:payments_subscription_import")
 
     assert client.get(url).status_code == 200
@@ -224,7 +225,7 @@ def test_subscription_import_form_errors(
 ) -> None:
     """An invalid id re-renders the import form with an error; an unknown one is said as the
     outcome of the import. Nothing is stored or logged."""
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     response = ask(client, reverse("admin:payments_subscription_import"), {"provider_id": value})
 
@@ -247,7 +248,7 @@ def test_subscription_import_needs_add_subscription(
 ) -> None:
     """Without add_subscription the import page is 403 on GET and POST; nothing is fetched."""
     calls = count_calls(provider, "/subscriptions")
-    client.force_login(make_staff("viewer", "view_subscription", "cancel_subscription"))
+    sign_in_staff(client, make_staff("viewer", "view_subscription", "cancel_subscription"))
     url = reverse("admin:payments_subscription_import")
 
     assert client.get(url).status_code == 403

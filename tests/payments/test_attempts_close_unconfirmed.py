@@ -23,6 +23,7 @@ from payments.provider.errors import PaymentNotAllowed
 from payments.rereading.calls import SyncOutcome, payment_sync
 from tests.factories import OrderFactory, PaymentFactory, ProductFactory
 from tests.helpers.provider import Api
+from tests.helpers.staff import sign_in_staff
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 
@@ -99,7 +100,7 @@ def _staff(django_user_model: Any, *perms: str) -> Client:
     for codename in ("view_payment", *perms):
         user.user_permissions.add(Permission.objects.get(codename=codename))
     client = Client()
-    client.force_login(user)
+    sign_in_staff(client, user)
     return client
 
 

@@ -33,6 +33,7 @@ from staff_actions.models import StaffAction, StaffActionState
 from staff_actions.services import THROTTLED_RUNS, staff_action_run
 from tests.helpers.broker import take_queued_with_eta
 from tests.helpers.provider import VISA, Api
+from tests.helpers.staff import sign_in_staff
 from tests.payments.helpers import action_url, ask, authorized, pay, payment_body, token_for
 
 
@@ -126,7 +127,7 @@ def test_a_throttled_create_task_comes_back_after_the_wait_asked_for(monkeypatch
 def capture_asked(provider: Api, client: Client, admin_user: Any) -> tuple[Any, StaffAction]:
     """A $250.00 authorization whose full capture a staff member asked in the admin."""
     payment = authorized(provider, amount="250.00")
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
     ask(client, action_url("capture", payment), {"amount": "250.00"})
     return payment, StaffAction.objects.get()
 

@@ -25,6 +25,7 @@ from staff_actions.models import StaffAction, StaffActionState
 from staff_actions.services import LEASE, staff_action_run, staff_actions_requeue
 from tests.helpers.broker import take_queued
 from tests.helpers.provider import Api
+from tests.helpers.staff import sign_in_staff
 from tests.helpers.threads import run_together
 from tests.payments.helpers import action_url, ask, authorized, change_url, messages_of
 
@@ -48,7 +49,7 @@ def test_the_page_says_in_progress_then_the_outcome_once(
     yet and the page says the capture is in progress (its script polls a status that says
     open); once the task ran, the status says done, the page says what was captured, once."""
     payment = authorized(provider, amount="250.00")
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     response = ask(client, action_url("capture", payment), {"amount": "100.00"})
 
@@ -78,7 +79,7 @@ def test_the_outcome_is_said_in_the_language_it_was_asked_in(
     """Asked in Spanish, the outcome is written in Spanish by the task (whatever language the
     worker runs in), and read so on a page opened in English."""
     payment = authorized(provider, amount="1290.00")
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
 
     ask(client, action_url("capture", payment), {"amount": "1290.00"}, HTTP_ACCEPT_LANGUAGE="es")
     with translation.override("en"):  # the worker's own language
@@ -101,7 +102,7 @@ def test_capture_and_cancel_at_once_exactly_one_wins(
     assert take_queued(celery_app) == []
     browsers = [Client(), Client()]
     for browser in browsers:
-        browser.force_login(admin_user)
+        sign_in_staff(browser, admin_user)
 
     results = run_together(
         lambda: browsers[0].post(action_url("capture", payment), {"amount": "250.00"}),
@@ -130,7 +131,7 @@ def test_a_task_run_again_after_its_worker_died_captures_once(
     is left open. Run again once its lease is over, it sends the same idempotency key, the
     provider answers as the first time, and the payment is captured once, recorded once."""
     payment = authorized(provider, amount="250.00")
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
     ask(client, action_url("capture", payment), {"amount": "250.00"})
     action = StaffAction.objects.get()
     keys: list[str] = []
@@ -174,7 +175,7 @@ def test_an_action_whose_message_was_lost_is_queued_again_by_the_sweep(
     """The broker lost the task's message: the action stays queued. The sweep leaves it alone
     for a minute (its task may be on its way), then queues it again, and it is done."""
     payment = authorized(provider)
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
     client.post(action_url("capture", payment), {"amount": "250.00"})  # never committed: lost
     assert take_queued(celery_app) == []
     action = StaffAction.objects.get()
@@ -197,7 +198,7 @@ def test_a_claim_is_not_taken_over_while_its_action_is_open(
     """A capture queued for longer than the claims' takeover time (a backlog) keeps its
     claim: a cancel is refused. Once the action is done, a stale claim may be taken over."""
     payment = authorized(provider)
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
     ask(client, action_url("capture", payment), {"amount": "250.00"})
     Payment.objects.filter(pk=payment.pk).update(
         intent_started_at=timezone.now() - INTENT_TIMEOUT * 2
@@ -217,6 +218,6 @@ def test_the_status_address_answers_only_get_for_staff(client: Client, admin_use
     """The status the pages poll is staff-only and read-only."""
     address = reverse("admin:payments_payment_staff_actions") + "?ids=1,2"
     assert client.get(address).status_code == 302  # to the login
-    client.force_login(admin_user)
+    sign_in_staff(client, admin_user)
     assert client.get(address).json() == {"open": 0}
     assert client.post(address).status_code == 405

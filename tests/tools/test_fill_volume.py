@@ -26,6 +26,7 @@ from payments.models import Payment, PaymentEvent, Refund, Subscription
 from payments.rereading.rules import payments_due_for_check, payments_waiting_to_send
 from tests.factories import OrderFactory
 from tests.helpers.settings import production_env, run
+from tests.helpers.staff import sign_in_staff
 from tools.volume import fill_allowed, tail
 from tools.volume.pages import admin_pages
 from webhooks.models import WebhookEvent
@@ -167,7 +168,7 @@ def test_every_admin_page_opens_on_the_filled_data() -> None:
     fill(100)
     admin = get_user_model().objects.get(username="admin")
     client = Client()
-    client.force_login(admin)
+    sign_in_staff(client, admin)
     pages = admin_pages(admin)
     assert len(pages) > 60 and {"order page", "payment page"} <= {label for label, _ in pages}
     failed = [(label, client.get(path).status_code) for label, path in pages]

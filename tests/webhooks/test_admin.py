@@ -28,6 +28,7 @@ from django.utils import timezone
 from payments.models import CaptureMethod, Payment, PaymentStatus
 from tests.factories import PaymentFactory
 from tests.helpers.broker import take_queued
+from tests.helpers.staff import sign_in_staff
 from webhooks.models import WebhookEvent, WebhookState
 from webhooks.task_names import PROCESS_TASK
 
@@ -103,7 +104,7 @@ def make_staff(django_user_model: Any) -> Callable[..., Any]:
 
 def logged_in(user: Any, **client_options: Any) -> Client:
     client = Client(**client_options)
-    client.force_login(user)
+    sign_in_staff(client, user)
     return client
 
 

@@ -1,4 +1,5 @@
-"""Seed the shop's demo data: the product catalogue and two staff accounts (idempotent)."""
+"""Seed the shop's demo data: the product catalogue and two staff accounts, each with its
+authenticator's secret (idempotent)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.core.management.base import BaseCommand
 
 from checkout.catalog_seed import DEMO_PRODUCTS
 from checkout.models import Product
+from staff_signin.demo import DEMO_SECRETS, demo_authenticator
 
 # Documented in the README; demo only.
 DEMO_ADMIN_USERNAME = "admin"
@@ -34,7 +36,8 @@ VIEW_ONLY = {
 class Command(BaseCommand):
     help = (
         "Create the demo staff accounts: admin (every permission) and consulta (may only "
-        "view orders, payments, subscriptions and notifications), if they do not exist."
+        "view orders, payments, subscriptions and notifications), if they do not exist, each "
+        "with an authenticator of a fixed secret (printed, with how to get its code)."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -43,8 +46,10 @@ class Command(BaseCommand):
             _, created = Product.objects.get_or_create(slug=data["slug"], defaults=fields)
             if created:
                 self.stdout.write(f"Created the product '{data['slug']}'.")
-        self._account(DEMO_ADMIN_USERNAME, DEMO_ADMIN_PASSWORD, superuser=True)
+        admin_user = self._account(DEMO_ADMIN_USERNAME, DEMO_ADMIN_PASSWORD, superuser=True)
         viewer = self._account(DEMO_VIEWER_USERNAME, DEMO_VIEWER_PASSWORD, superuser=False)
+        self._second_factor(admin_user)
+        self._second_factor(viewer)
         viewer.user_permissions.set(
             [
                 permission
@@ -53,6 +58,16 @@ class Command(BaseCommand):
                     content_type__app_label=app_label, codename__in=codenames
                 )
             ]
+        )
+
+    def _second_factor(self, user: Any) -> None:
+        username = user.get_username()
+        secret = DEMO_SECRETS[username]
+        if demo_authenticator(user, secret):
+            self.stdout.write(f"Gave '{username}' the demo authenticator.")
+        self.stdout.write(
+            f"  {username}: second factor: add the secret {secret} to an authenticator app, "
+            f"or print the current code with `manage.py staff_demo_code {username}`."
         )
 
     def _account(self, username: str, password: str, *, superuser: bool) -> Any:
