@@ -8,9 +8,11 @@ trip a second a process, not one a page). Once a second, the request that moves 
 (`checkout.admission._let_in`) reads the last seconds' histograms of every process and moves
 the pace:
 
-- the pages' p95 above SHOP_ADMISSION_PAGE_P95_MS: the pace falls to three quarters of what
-  came in over the last second (or of the pace, if less came in): the shop lets in fewer than
-  it was serving, and the pages recover;
+- the pages slow: their p95 above SHOP_ADMISSION_PAGE_P95_MS, or above twice (and 25 ms
+  over) the p95 the same pages take when the shop is at ease (the lowest p95 of the last five
+  minutes, remeasured as they pass: a web process's own timing hides the requests waiting for
+  a thread, but not their slowing each other down): the pace falls to three quarters of what
+  came in over the last second (or of the pace, if less came in), and the pages recover;
 - at or under it, while shoppers wait: the pace rises by a tenth (at least half a shopper a
   second), so that a bigger machine finds its own pace;
 - nobody waiting: it stays (a quiet hour banks no credit);
@@ -40,6 +42,9 @@ WINDOW = 3  # seconds of pages each decision reads (the second under way left ou
 FEWEST = 10  # pages a window needs before its p95 says anything
 RISE, FALL, SMALLEST_RISE = 1.10, 0.75, 0.5
 KEPT = 30  # seconds a second's histogram is kept
+# Slow, against the p95 at ease: GRADIENT times it and MARGIN seconds more; that p95 is the
+# lowest of the last FLOOR_MINUTES minutes'.
+GRADIENT, MARGIN, FLOOR_MINUTES = 2.0, 0.025, 5
 
 
 def _bucket(seconds: float) -> str:
@@ -132,13 +137,43 @@ def found_or_ceiling(found: bytes | str | None) -> float:
     return float(found) if found is not None else ceiling
 
 
-def next_pace(current: float, p95: float | None, waiting: int, came: float) -> float:
-    """The pace after a second in which the pages' p95 was `p95` (None: too few pages),
-    `waiting` shoppers were queued and `came` new shoppers a second asked to come in."""
-    target = settings.SHOP_ADMISSION_PAGE_P95_MS / 1000
+def _floor_key(minute: int) -> str:
+    return cache.make_key(f"admission:at-ease:{minute}")
+
+
+def at_ease(redis: Any, second: int, p95: float | None) -> float | None:
+    """The pages' p95 when the shop is at ease: the lowest of the last FLOOR_MINUTES minutes'
+    windows, this one's `p95` counted (None: none measured yet)."""
+    minute = second // 60
+    if p95 is not None:
+        now_key = _floor_key(minute)
+        lowest = redis.get(now_key)
+        if lowest is None or p95 < float(lowest):
+            redis.set(now_key, repr(p95), ex=FLOOR_MINUTES * 60 + 60)
+    found = redis.mget([_floor_key(m) for m in range(minute - FLOOR_MINUTES + 1, minute + 1)])
+    known = [float(value) for value in found if value is not None]
+    return min(known) if known else None
+
+
+def slow(p95: float | None, ease: float | None) -> bool:
+    """Whether pages whose p95 is `p95` are slow: past SHOP_ADMISSION_PAGE_P95_MS, or past
+    GRADIENT times (and MARGIN over) the p95 at ease."""
+    if p95 is None:
+        return False
+    if p95 > settings.SHOP_ADMISSION_PAGE_P95_MS / 1000:
+        return True
+    return ease is not None and p95 > max(GRADIENT * ease, ease + MARGIN)
+
+
+def next_pace(
+    current: float, p95: float | None, waiting: int, came: float, ease: float | None = None
+) -> float:
+    """The pace after a second in which the pages' p95 was `p95` (None: too few pages; `ease`:
+    their p95 at ease), `waiting` shoppers were queued and `came` new shoppers a second asked
+    to come in."""
     low = float(settings.SHOP_ADMISSION_MIN_PER_SECOND)
     high = float(settings.SHOP_ADMISSION_MAX_PER_SECOND)
-    if p95 is not None and p95 > target:
+    if slow(p95, ease):
         wanted = min(current, came if came > 0 else current) * FALL
     elif waiting > 0:
         wanted = max(current * RISE, current + SMALLEST_RISE)
@@ -151,7 +186,8 @@ def adapt(redis: Any, second: int, *, waiting: int, came: float) -> float:
     """Move the pace the shop found by what its pages took over the last seconds (`waiting`
     shoppers queued, `came` new ones a second lately); the new pace."""
     current = found_or_ceiling(redis.get(FOUND))
-    chosen = next_pace(current, p95_of(_window(redis, second)), waiting, came)
+    p95 = p95_of(_window(redis, second))
+    chosen = next_pace(current, p95, waiting, came, at_ease(redis, second, p95))
     if chosen != current:
         redis.set(FOUND, repr(chosen))
     return chosen

@@ -103,6 +103,21 @@ def test_the_pace_stays_within_its_ceiling_and_when_nobody_waits(clock: Any) -> 
 
 
 @pytest.mark.usefixtures("measured")
+def test_pages_twice_as_slow_as_at_ease_are_slow_under_the_target(clock: Any) -> None:
+    """The shop learns what its pages take at ease (25 ms here) and cuts the pace when they
+    take more than twice that, well under the 100 ms target: a web process's own timing does
+    not see the requests waiting for a thread, but sees them slowing each other down."""
+    cache_redis().set(admission_pace.FOUND, "4.0")
+    pages(30, 0.02, clock)
+    assert decide(waiting=5) == 4.5  # at ease (p95 25 ms): rising
+    pages(30, 0.04, clock)
+    assert decide(waiting=5) == 5.0  # 50 ms: not past twice 25 ms and 25 ms over
+    pages(30, 0.07, clock)
+    assert decide(waiting=5, came=6.0) == 3.75  # 75 ms: slow
+    assert admission.page_p95() == 0.075
+
+
+@pytest.mark.usefixtures("measured")
 def test_a_p95_just_over_the_target_is_slow(clock: Any) -> None:
     cache_redis().set(admission_pace.FOUND, "4.0")
     admission_pace.page_served(0.01)  # a page of the second before: not counted yet
