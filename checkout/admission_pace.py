@@ -8,10 +8,10 @@ trip a second a process, not one a page). Once a second, the request that moves 
 (`checkout.admission._let_in`) reads the last seconds' histograms of every process and moves
 the pace:
 
-- the pages slow: their p95 above SHOP_ADMISSION_PAGE_P95_MS, or above twice (and 25 ms
+- the pages slow: their p95 above SHOP_ADMISSION_PAGE_P95_MS, or above three times (and 50 ms
   over) the p95 the same pages take when the shop is at ease (the lowest p95 of the last five
   minutes, remeasured as they pass: a web process's own timing hides the requests waiting for
-  a thread, but not their slowing each other down): the pace falls to three quarters of what
+  a thread, but not their slowing each other down): the pace falls to nine tenths of what
   came in over the last second (or of the pace, if less came in), and the pages recover;
 - at or under it, while shoppers wait: the pace rises by a tenth (at least half a shopper a
   second), so that a bigger machine finds its own pace;
@@ -40,11 +40,11 @@ FOUND = cache.make_key("admission:found")  # the pace the shop found (a float, a
 BUCKETS_MS = (25, 50, 75, 100, 150, 200, 250, 300, 400, 500, 750, 1000, 2000)
 WINDOW = 3  # seconds of pages each decision reads (the second under way left out)
 FEWEST = 10  # pages a window needs before its p95 says anything
-RISE, FALL, SMALLEST_RISE = 1.10, 0.75, 0.5
+RISE, FALL, SMALLEST_RISE = 1.10, 0.9, 0.5
 KEPT = 30  # seconds a second's histogram is kept
 # Slow, against the p95 at ease: GRADIENT times it and MARGIN seconds more; that p95 is the
 # lowest of the last FLOOR_MINUTES minutes'.
-GRADIENT, MARGIN, FLOOR_MINUTES = 2.0, 0.025, 5
+GRADIENT, MARGIN, FLOOR_MINUTES = 3.0, 0.05, 5
 
 
 def _bucket(seconds: float) -> str:

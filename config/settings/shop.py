@@ -92,7 +92,7 @@ SHOP_ADMISSION_MIN_PER_SECOND = float(env_decimal("SHOP_ADMISSION_MIN_PER_SECOND
 SHOP_ADMISSION_MAX_PER_SECOND = float(env_decimal("SHOP_ADMISSION_MAX_PER_SECOND", "500"))
 # ...and rises while the pages it serves keep their p95 at or under this (milliseconds, in the
 # web process: a shopper's browser adds the network and the server's own queue), falls past it.
-SHOP_ADMISSION_PAGE_P95_MS = env_int("SHOP_ADMISSION_PAGE_P95_MS", 100)
+SHOP_ADMISSION_PAGE_P95_MS = env_int("SHOP_ADMISSION_PAGE_P95_MS", 250)
 # A shopper let in is never held back for this long (its cart, its order, its payment).
 SHOP_ADMISSION_STAY_MINUTES = env_int("SHOP_ADMISSION_STAY_MINUTES", 30)
 # How often a waiting page asks again whether its turn came.
