@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "payments",
     "checkout",
     "webhooks",
+    "books",
     "dashboard",
     "monitoring",
 ]

@@ -1,0 +1,135 @@
+"""The accountant's exports in the admin: asked on a form (what, which days, CSV or XLSX),
+made by a task, their progress shown (the page asks again every few seconds) and offered for
+download when ready, to staff with the “Can export the books” permission only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from books.forms import ExportForm
+from books.models import BooksExport, ExportState
+from core.admin_lists import BoundedListAdmin, SearchTerm
+from core.task_queue import queue_on_commit
+
+EXPORT = "books.export_books"
+EXPORT_TASK = "books.tasks.books_export_task"
+CONTENT_TYPES = {
+    "csv": "text/csv; charset=utf-8",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+REFRESH_SECONDS = 2
+
+
+@admin.register(BooksExport)
+class BooksExportAdmin(BoundedListAdmin):
+    list_display = ["__str__", "format", "created_at", "requested_by", "progress", "download"]
+    sortable_by: list[str] = []
+    change_list_template = "admin/books/booksexport/change_list.html"
+
+    def search(self, queryset: Any, term: SearchTerm) -> Any:
+        return queryset.none()
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        return super().get_queryset(request).defer("content").select_related("requested_by")
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.has_perm(EXPORT)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(EXPORT)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(EXPORT)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description=gettext_lazy("progress"))
+    def progress(self, obj: BooksExport) -> str:
+        if obj.state == ExportState.FAILED:
+            return _("Failed")
+        return format_html(
+            '<progress max="100" value="{}" aria-label="{}"></progress> {}%',
+            obj.percent,
+            _("Progress of %(export)s") % {"export": obj},
+            obj.percent,
+        )
+
+    @admin.display(description=gettext_lazy("file"))
+    def download(self, obj: BooksExport) -> str:
+        if obj.state != ExportState.READY:
+            return "—"
+        return format_html(
+            '<a class="export-download" id="export-download-{}" href="{}">{}</a>',
+            obj.pk,
+            reverse("admin:books_booksexport_download", args=[obj.pk]),
+            obj.filename,
+        )
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        pending = (
+            self.get_queryset(request)
+            .filter(state__in=[ExportState.QUEUED, ExportState.RUNNING])
+            .exists()
+        )
+        context = {"refresh_seconds": REFRESH_SECONDS if pending else None, **(extra_context or {})}
+        return super().changelist_view(request, context)
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("<int:pk>/download/", wrap(self.download_view), name="books_booksexport_download"),
+            *super().get_urls(),
+        ]
+
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """The export's form; a valid one is recorded and queued, and the list shows its
+        progress."""
+        if not request.user.has_perm(EXPORT):
+            raise PermissionDenied(_("Exports need the “Can export the books” permission."))
+        form = ExportForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            export = BooksExport.objects.create(requested_by=request.user, **form.cleaned_data)
+            queue_on_commit(EXPORT_TASK, export.pk)
+            self.message_user(
+                request,
+                _("The export of %(export)s is being made: it will be offered here when ready.")
+                % {"export": export},
+            )
+            return HttpResponseRedirect(reverse("admin:books_booksexport_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": _("Export the books"),
+            "form": form,
+        }
+        status = 400 if request.method == "POST" else 200
+        return TemplateResponse(request, "admin/books/export_form.html", context, status=status)
+
+    def download_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        if not request.user.has_perm(EXPORT):
+            raise PermissionDenied(_("Exports need the “Can export the books” permission."))
+        export = get_object_or_404(BooksExport, pk=pk)
+        if export.state != ExportState.READY or export.content is None:
+            raise Http404
+        response = HttpResponse(bytes(export.content), content_type=CONTENT_TYPES[export.format])
+        response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
+        response["Cache-Control"] = "private, no-store"
+        return response
