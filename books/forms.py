@@ -22,6 +22,19 @@ GENERIC_RFCS = frozenset({"XAXX010101000", "XEXX010101000"})
 MAX_PDF_BYTES = 5 * 1024 * 1024
 
 
+class BuyerRFCField(MXRFCField):
+    """localflavor's RFC, but the generic RFCs (whose check character localflavor refuses)
+    are told for what they are."""
+
+    def clean(self, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().upper() in GENERIC_RFCS:
+            raise ValidationError(
+                _("This is the generic RFC of the público en general: a sale without your own "
+                  "RFC goes in the shop's global invoice, and needs no request.")
+            )  # fmt: skip
+        return super().clean(value.strip() if isinstance(value, str) else value)
+
+
 def _choices(options: list[tuple[str, str]], prompt: Any) -> list[tuple[str, Any]]:
     return [("", prompt), *options]
 
@@ -31,7 +44,7 @@ class FacturaForm(forms.Form):
 
     template_name = "books/factura_fields.html"
 
-    rfc = MXRFCField(
+    rfc = BuyerRFCField(
         label=_("RFC"),
         help_text=_("12 characters for a company, 13 for a person, as on your Constancia."),
         error_messages={
@@ -47,15 +60,17 @@ class FacturaForm(forms.Form):
     name = forms.CharField(
         label=_("Name or company name"),
         max_length=254,
-        help_text=_("Exactly as on your Constancia de Situación Fiscal, without the régimen."),
+        help_text=_(
+            "Exactly as on your Constancia de Situación Fiscal (your tax status certificate)."
+        ),
         error_messages={"required": _("Write your name or company name.")},
     )
     regimen = forms.ChoiceField(
         label=_("Tax regime"),
-        choices=lambda: _choices(catalogues.regimens(), _("Choose your régimen fiscal")),
+        choices=lambda: _choices(catalogues.regimens(), _("Choose your tax regime")),
         error_messages={
-            "required": _("Choose your régimen fiscal."),
-            "invalid_choice": _("Choose a régimen fiscal from the list."),
+            "required": _("Choose your tax regime."),
+            "invalid_choice": _("Choose a tax regime from the list."),
         },
     )
     use = forms.ChoiceField(
@@ -76,21 +91,15 @@ class FacturaForm(forms.Form):
     )
     email = forms.EmailField(
         label=_("Email"),
-        help_text=_("Where we send you the factura's PDF and XML."),
+        help_text=_("Where we send you the invoice's PDF and XML."),
         error_messages={
-            "required": _("Write the email where we send you the factura."),
+            "required": _("Write the email where we send you the invoice."),
             "invalid": _("Write a valid email, like nombre@ejemplo.com."),
         },
     )
 
     def clean_rfc(self) -> str:
-        rfc = self.cleaned_data["rfc"].upper()
-        if rfc in GENERIC_RFCS:
-            raise ValidationError(
-                _("This is the generic RFC of the público en general: a sale without your own "
-                  "RFC goes in the shop's factura global, and needs no request.")
-            )  # fmt: skip
-        return rfc
+        return str(self.cleaned_data["rfc"]).upper()
 
     def clean_name(self) -> str:
         return " ".join(self.cleaned_data["name"].split()).upper()
@@ -101,7 +110,7 @@ class FacturaForm(forms.Form):
         if rfc and regimen and not catalogues.regimen_fits_rfc(regimen, rfc):
             self.add_error(
                 "regimen",
-                _("The régimen %(regimen)s is not one a %(kind)s can have.")
+                _("The tax regime %(regimen)s is not one a %(kind)s can have.")
                 % {
                     "regimen": catalogues.regimen_name(regimen),
                     "kind": _("company (12-character RFC)")
@@ -112,7 +121,7 @@ class FacturaForm(forms.Form):
         if regimen and use and not catalogues.use_allowed(use, regimen):
             self.add_error(
                 "use",
-                _("SAT does not allow the use %(use)s with the régimen %(regimen)s. Choose "
+                _("SAT does not allow the use %(use)s with the tax regime %(regimen)s. Choose "
                   "another use, such as G03 Gastos en general or S01 Sin efectos fiscales.")
                 % {"use": catalogues.use_name(use), "regimen": catalogues.regimen_name(regimen)},
             )  # fmt: skip
@@ -126,7 +135,7 @@ class FacturaBoxForm(FacturaForm):
     template_name = "books/checkout_box.html"
     prefix = "factura"
 
-    wanted = forms.BooleanField(label=_("I want a factura for this purchase"), required=False)
+    wanted = forms.BooleanField(label=_("I want an invoice for this purchase"), required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -32,9 +32,9 @@ def factura_mail_deliver(*, factura_id: int) -> bool:
             factura.save(update_fields=["pdf", "updated_at"])
         order = factura.order
         with translation.override(order.language):
-            subject = _("Your factura for order %(reference)s") % {"reference": order.reference}
+            subject = _("Your invoice for order %(reference)s") % {"reference": order.reference}
             body = _(
-                "Hi %(name)s,\n\nattached is the factura of your order %(reference)s (folio "
+                "Hi %(name)s,\n\nattached is the invoice of your order %(reference)s (folio "
                 "fiscal %(uuid)s), in PDF and XML. You can also download it from your order's "
                 "page:\n%(link)s\n\n%(shop)s"
             ) % {

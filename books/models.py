@@ -63,8 +63,8 @@ class FacturaRequest(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
-        verbose_name = _("factura")
-        verbose_name_plural = _("facturas")
+        verbose_name = _("invoice")
+        verbose_name_plural = _("invoices")
         indexes = [
             # The list of facturas to issue, oldest first.
             models.Index(
@@ -85,7 +85,7 @@ class FacturaRequest(models.Model):
             )
         ]
         permissions = [
-            ("issue_factura", _("Can register issued facturas")),
+            ("issue_factura", _("Can register issued invoices")),
         ]
 
     def __str__(self) -> str:
@@ -109,7 +109,7 @@ class ExportKind(models.TextChoices):
     ORDERS = "orders", _("Orders")
     PAYMENTS = "payments", _("Payments")
     REFUNDS = "refunds", _("Refunds")
-    GLOBAL = "global", _("Sales without a factura (factura global)")
+    GLOBAL = "global", _("Sales without an invoice (global invoice)")
 
 
 class ExportFormat(models.TextChoices):

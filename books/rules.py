@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
-from books.cfdi_xml import cfdi_check, cfdi_read
+from books.cfdi_xml import CfdiRefused, cfdi_check, cfdi_read
 from books.models import FacturaRequest, FacturaState
 from books.selectors import INVOICEABLE, credit_note_amount, order_money
 from checkout.models import Order, OrderEvent, OrderEventKind
@@ -51,13 +51,13 @@ def factura_refusal(order: Order, *, now: datetime | None = None) -> str | None:
     """Why the buyer may not ask for (or correct) a factura of the order now; None if they
     may."""
     if order.status not in INVOICEABLE:
-        return _("You can ask for a factura once your order is paid. This one is: %(status)s.") % {
+        return _("You can ask for an invoice once your order is paid. This one is: %(status)s.") % {
             "status": order.get_status_display()
         }
     deadline = factura_deadline(order)
     if (now or timezone.now()) > deadline:
         return _(
-            "The time to ask for a factura for this order ended on %(date)s. Please write to "
+            "The time to ask for an invoice for this order ended on %(date)s. Please write to "
             "us if you still need one."
         ) % {"date": date_format(timezone.localtime(deadline), "DATE_FORMAT")}
     return None
@@ -87,7 +87,7 @@ def factura_request_save(
                 current = FacturaRequest.objects.select_for_update().get(order=order)
         if current.state != FacturaState.REQUESTED:
             raise FacturaRefused(
-                _("We have already started on your factura, so its details can no longer be "
+                _("We have already started on your invoice, so its details can no longer be "
                   "changed. Please write to us if something is wrong.")
             )  # fmt: skip
         for name, value in fields.items():
@@ -132,11 +132,14 @@ def factura_register(
     """Register the CFDI staff's PAC issued: the XML is read and checked against the request
     (its UUID, the buyer's RFC, the order's charge net of refunds) before anything is kept;
     then it is kept with its PDF (the PAC's, else made from the XML by the mail's task), the
-    order's ledger says so, and the buyer's mail is queued. `FacturaRefused` (the `CfdiRefused`
-    of the XML) changes nothing."""
+    order's ledger says so, and the buyer's mail is queued. `FacturaRefused` (with the XML's
+    refusal, when it is the XML) changes nothing."""
     if pdf is not None and not pdf.startswith(b"%PDF-"):
         raise FacturaRefused(_("The PDF file is not a PDF document."))
-    cfdi = cfdi_read(xml)
+    try:
+        cfdi = cfdi_read(xml)
+    except CfdiRefused as exc:
+        raise FacturaRefused(exc.message) from None
     with transaction.atomic():
         factura = (
             FacturaRequest.objects.select_for_update()
@@ -146,7 +149,7 @@ def factura_register(
         )
         if factura.state == FacturaState.ISSUED:
             raise FacturaRefused(
-                _("This factura was already registered (folio fiscal %(uuid)s).")
+                _("This invoice was already registered (folio fiscal %(uuid)s).")
                 % {"uuid": factura.uuid}
             )
         if factura.order.status not in INVOICEABLE:
@@ -155,7 +158,10 @@ def factura_register(
                 % {"status": factura.order.get_status_display()}
             )
         money = order_money(factura.order)
-        cfdi_check(cfdi, uuid=uuid, rfc=factura.rfc, total=money.net)
+        try:
+            cfdi_check(cfdi, uuid=uuid, rfc=factura.rfc, total=money.net)
+        except CfdiRefused as exc:
+            raise FacturaRefused(exc.message) from None
         if FacturaRequest.objects.filter(uuid=cfdi.uuid).exclude(pk=factura.pk).exists():
             raise FacturaRefused(
                 _("The folio fiscal %(uuid)s is registered for another order.")

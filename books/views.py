@@ -29,7 +29,7 @@ def factura_page(request: HttpRequest, reference: str, token: str) -> HttpRespon
     refusal = factura_refusal(order)
     if factura is not None and factura.state != FacturaState.REQUESTED:
         refusal = _(
-            "We have already started on your factura, so its details can no longer be "
+            "We have already started on your invoice, so its details can no longer be "
             "changed. Please write to us if something is wrong."
         )
     initial = {"email": order.email}
@@ -50,7 +50,7 @@ def factura_page(request: HttpRequest, reference: str, token: str) -> HttpRespon
             else:
                 messages.success(
                     request,
-                    _("We have your details: we will send the factura to %(email)s.")
+                    _("We have your details: we will send the invoice to %(email)s.")
                     % {"email": form.cleaned_data["email"]},
                 )
                 return redirect(factura_urls(order)["order"] + "#factura")

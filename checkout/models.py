@@ -219,8 +219,8 @@ class OrderEventKind(models.TextChoices):
     RESERVED = "reserved", _("Items held again")
     RETURNED = "returned", _("Late payment given back")
     # Written by books: the buyer's factura.
-    INVOICING = "invoicing", _("Factura being issued")
-    INVOICED = "invoiced", _("Factura issued")
+    INVOICING = "invoicing", _("Invoice being issued")
+    INVOICED = "invoiced", _("Invoice issued")
     CREDIT_NOTE = "credit_note", _("Credit note due")
 
 

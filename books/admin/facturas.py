@@ -123,11 +123,11 @@ class FacturaToIssueAdmin(_FacturaColumns):
             '<a class="button" id="register-{}" href="{}">{}</a>',
             obj.pk,
             url,
-            _("Register issued factura"),
+            _("Register issued invoice"),
         )
 
     @admin.action(
-        description=gettext_lazy("Start issuing the selected facturas"), permissions=["issue"]
+        description=gettext_lazy("Start issuing the selected invoices"), permissions=["issue"]
     )
     def start_selected(self, request: HttpRequest, queryset: QuerySet[FacturaRequest]) -> None:
         started = factura_start(
@@ -135,7 +135,7 @@ class FacturaToIssueAdmin(_FacturaColumns):
         )
         self.message_user(
             request,
-            _("%(count)s facturas started: their buyers can no longer change them.")
+            _("%(count)s invoices started: their buyers can no longer change them.")
             % {"count": started},
             messages.SUCCESS,
         )
@@ -156,7 +156,7 @@ class FacturaToIssueAdmin(_FacturaColumns):
         checked before anything is kept; a refusal is said on the form and changes nothing."""
         if not request.user.has_perm(ISSUE):
             raise PermissionDenied(
-                _("Registering facturas needs the “Can register issued facturas” permission.")
+                _("Registering invoices needs the “Can register issued invoices” permission.")
             )
         factura = get_object_or_404(
             with_money(FacturaRequest.objects.select_related("order").defer("xml", "pdf")),
@@ -180,7 +180,7 @@ class FacturaToIssueAdmin(_FacturaColumns):
                 else:
                     self.message_user(
                         request,
-                        _("%(reference)s: factura %(uuid)s registered; the buyer gets it by "
+                        _("%(reference)s: invoice %(uuid)s registered; the buyer gets it by "
                           "mail and on the order's page.")
                         % {"reference": factura.order.reference, "uuid": form.cleaned_data["uuid"]},
                         messages.SUCCESS,
@@ -189,7 +189,7 @@ class FacturaToIssueAdmin(_FacturaColumns):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": _("Register issued factura: %(reference)s")
+            "title": _("Register issued invoice: %(reference)s")
             % {"reference": factura.order.reference},
             "factura": factura,
             "form": form,
@@ -208,7 +208,7 @@ class CreditNoteFilter(admin.SimpleListFilter):
     parameter_name = "credit_note"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [("due", gettext_lazy("Refunded after the factura: credit note due"))]
+        return [("due", gettext_lazy("Refunded after the invoice: credit note due"))]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "due":
@@ -243,7 +243,7 @@ class FacturaRequestAdmin(_FacturaColumns):
         if obj.credit_note_due_at is None:
             return "—"
         since = obj.refunded - (obj.refunded_at_issue or 0)
-        return _("Due: %(amount)s refunded after the factura") % {"amount": pesos(since)}
+        return _("Due: %(amount)s refunded after the invoice") % {"amount": pesos(since)}
 
     @admin.display(description=gettext_lazy("files"))
     def files(self, obj: FacturaRequest) -> str:
@@ -268,7 +268,7 @@ class FacturaRequestAdmin(_FacturaColumns):
 
     def file_view(self, request: HttpRequest, pk: int, kind: str) -> HttpResponse:
         if not self.has_view_permission(request):
-            raise PermissionDenied(_("Seeing facturas needs the “Can view factura” permission."))
+            raise PermissionDenied(_("Seeing invoices needs the “Can view invoice” permission."))
         if kind not in FILES:
             raise Http404
         factura = get_object_or_404(
