@@ -1,6 +1,6 @@
 """The accountant's exports in the admin: asked on a form (what, which days, CSV or XLSX),
-made by a task, their progress shown (the page asks again every few seconds) and offered for
-download when ready, to staff with the “Can export the books” permission only."""
+made by a task, their progress shown (the list asks how far they are every two seconds) and
+offered for download when ready, to staff with the “Can export the books” permission only."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -27,7 +27,9 @@ CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
-REFRESH_SECONDS = 2
+# How often an open list asks how far its exports are (milliseconds).
+REFRESH_MS = 2000
+PAGE_LIMIT = 50
 
 
 @admin.register(BooksExport)
@@ -62,8 +64,10 @@ class BooksExportAdmin(BoundedListAdmin):
         if obj.state == ExportState.FAILED:
             return _("Failed")
         return format_html(
-            '<progress max="100" value="{}" aria-label="{}"></progress> {}%',
+            '<progress max="100" value="{}" data-export="{}" aria-label="{}"></progress> '
+            "<span>{}%</span>",
             obj.percent,
+            obj.pk,
             _("Progress of %(export)s") % {"export": obj},
             obj.percent,
         )
@@ -82,18 +86,37 @@ class BooksExportAdmin(BoundedListAdmin):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        pending = (
+        pending = list(
             self.get_queryset(request)
             .filter(state__in=[ExportState.QUEUED, ExportState.RUNNING])
-            .exists()
+            .values_list("pk", flat=True)[:PAGE_LIMIT]
         )
-        context = {"refresh_seconds": REFRESH_SECONDS if pending else None, **(extra_context or {})}
+        status = reverse("admin:books_booksexport_status")
+        context = {
+            "status_url": f"{status}?ids={','.join(map(str, pending))}" if pending else None,
+            "refresh_ms": REFRESH_MS,
+            **(extra_context or {}),
+        }
         return super().changelist_view(request, context)
+
+    def status_view(self, request: HttpRequest) -> JsonResponse:
+        """How far the exports a page shows (`?ids=1,2`) are, and how many are still open."""
+        if not request.user.has_perm(EXPORT):
+            raise PermissionDenied(_("Exports need the “Can export the books” permission."))
+        ids = [int(i) for i in request.GET.get("ids", "").split(",")[:PAGE_LIMIT] if i.isdigit()]
+        exports = list(BooksExport.objects.filter(pk__in=ids).defer("content"))
+        return JsonResponse(
+            {
+                "open": sum(e.state in (ExportState.QUEUED, ExportState.RUNNING) for e in exports),
+                "exports": [{"id": e.pk, "percent": e.percent} for e in exports],
+            }
+        )
 
     def get_urls(self) -> list[URLPattern]:
         wrap = self.admin_site.admin_view
         return [
             path("<int:pk>/download/", wrap(self.download_view), name="books_booksexport_download"),
+            path("status/", wrap(self.status_view), name="books_booksexport_status"),
             *super().get_urls(),
         ]
 

@@ -39,6 +39,7 @@ class _FacturaColumns(BoundedListAdmin):
 
     list_per_page = 50
     sortable_by: list[str] = []
+    list_display_links = None  # the order's column links to the order
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -153,11 +153,13 @@ def test_the_admin_asks_the_task_and_offers_the_file(
     export = BooksExport.objects.get()
     assert sent == [("books.tasks.books_export_task", (export.pk,))]
     listing = client.get(reverse("admin:books_booksexport_changelist")).content.decode()
-    assert 'http-equiv="refresh"' in listing and "<progress" in listing
+    assert 'id="books-exports"' in listing and "<progress" in listing
+    status = client.get(reverse("admin:books_booksexport_status"), {"ids": str(export.pk)})
+    assert status.json() == {"open": 1, "exports": [{"id": export.pk, "percent": 0}]}
 
     books_export_run(export_id=export.pk)
     listing = client.get(reverse("admin:books_booksexport_changelist")).content.decode()
-    assert 'http-equiv="refresh"' not in listing
+    assert 'id="books-exports"' not in listing
     download = client.get(reverse("admin:books_booksexport_download", args=[export.pk]))
     assert download.status_code == 200 and b"pedido" in download.content
     assert BooksExport.objects.get().state == ExportState.READY
