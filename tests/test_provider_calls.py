@@ -43,6 +43,7 @@ SHOP_PACKAGES = (
     "staff_actions",
     "dashboard",
     "monitoring",
+    "books",
 )
 CLIENT = "payments.provider.client"
 

@@ -15,6 +15,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_GET
 
 from books.forms import ExportForm
 from books.models import BooksExport, ExportState
@@ -115,8 +116,12 @@ class BooksExportAdmin(BoundedListAdmin):
     def get_urls(self) -> list[URLPattern]:
         wrap = self.admin_site.admin_view
         return [
-            path("<int:pk>/download/", wrap(self.download_view), name="books_booksexport_download"),
-            path("status/", wrap(self.status_view), name="books_booksexport_status"),
+            path(
+                "<int:pk>/download/",
+                wrap(require_GET(self.download_view)),
+                name="books_booksexport_download",
+            ),
+            path("status/", wrap(require_GET(self.status_view)), name="books_booksexport_status"),
             *super().get_urls(),
         ]
 

@@ -19,6 +19,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_GET
 
 from books import catalogues
 from books.forms import RegisterForm
@@ -261,7 +262,7 @@ class FacturaRequestAdmin(_FacturaColumns):
         return [
             path(
                 "<int:pk>/file/<str:kind>/",
-                wrap(self.file_view),
+                wrap(require_GET(self.file_view)),
                 name="books_facturarequest_file",
             ),
             *super().get_urls(),
