@@ -28,7 +28,7 @@ from books.models import FacturaRequest, FacturaState
 from checkout.models import Order, OrderStatus, Product
 from payments.models import Payment
 from tests.books.helpers import BUYER, UUID, cfdi
-from tests.e2e.helpers import Shop, log_in, success, violations
+from tests.e2e.helpers import Shop, Shopper, log_in, open_page, success, violations
 from tests.factories import ProductFactory
 from tests.helpers.shop import paid_order
 from tests.helpers.waiting import wait_until
@@ -194,3 +194,32 @@ def test_the_accountant_exports_a_month(e2e_browser: Any, shop: Shop, blusa: Pro
     )["total"]
     assert sum(Decimal(row["cobrado"]) for row in rows) == charged
     assert sum(Decimal(row["total"]) for row in rows) == Decimal("3870.00")
+
+
+def test_the_checkout_box_in_english(e2e_browser: Any, shop: Shop) -> None:
+    """In English, the checkout's optional box: a use its régimen does not allow is said next
+    to the box and the order is not placed; corrected, the order is placed with its request."""
+    page = open_page(e2e_browser, locale="en-US")
+    shopper = Shopper(page, shop)
+    shopper.open_home()
+    shopper.open_product()
+    shopper.add_to_cart()
+    shopper.go_to_checkout()
+    clean(page, "checkout with its factura box")
+    shopper.fill_details()
+    page.locator("#id_factura-wanted").check()
+    for name in ("rfc", "name", "postal_code", "email"):
+        page.locator(f"#id_factura-{name}").fill(BUYER[name])
+    page.locator("#id_factura-regimen").select_option("626")
+    page.locator("#id_factura-use").select_option("D01")
+    page.locator("form.details button.primary").click()
+    expect(page.locator("#id_factura-use_error")).to_contain_text("SAT does not allow the use D01")
+    expect(page.locator("#factura-box-errors")).to_be_visible()
+    clean(page, "checkout with the box's errors")
+    assert not Order.objects.exists()
+
+    page.locator("#id_factura-regimen").select_option("612")
+    reference = shopper.submit_details()
+    factura = FacturaRequest.objects.get(order__reference=reference)
+    assert (factura.rfc, factura.regimen, factura.use) == ("XOJI740919U48", "612", "D01")
+    page.context.close()
