@@ -125,7 +125,7 @@ def _fill_year(
     for label, done in history.fill_months(orders=orders, now=now, actor=actor):
         progress(f"{label}: {done:,} orders")
     history.fill_rest(orders=orders, now=now, actor=actor)
-    facturas.fill_facturas(now=now)
+    facturas.fill_facturas()
     _schedule_reads(now)
     return actor
 
