@@ -3,12 +3,13 @@
 1. Two databases, DATABASE_URL's name + `_1k`/`_1m`, filled by `fill_volume` (`--reuse`: kept
    if they hold the right count). A sandbox that knows none of their payments (reads get 404s).
 2. Per size, in a process of its own (bench.settings, DEBUG off): every admin list of orders,
-   payments, notifications, subscriptions: as is, by each filter choice, by date, searched (real
-   values), sorted by each column offered; an order's and a payment's page; every task of
-   CELERY_BEAT_SCHEDULE as beat runs it (10 minutes after a run of its own), in process, in a
-   transaction rolled back after each run (the fill's fixed tail gives them the same work at
-   both sizes). Queries, median ms of 5 after a warm-up. A page showing fewer rows at the small
-   size than at the large one is judged against the small size's full list.
+   payments, notifications, subscriptions and facturas por emitir: as is, by each filter
+   choice, by date, searched (real values), sorted by each column offered; an order's and a
+   payment's page; every task of CELERY_BEAT_SCHEDULE as beat runs it (10 minutes after a run
+   of its own), in process, in a transaction rolled back after each run (the fill's fixed tail
+   gives them the same work at both sizes); the accountant's export of the last whole month
+   (`EXPORTS`), judged per row. Queries, median ms of 5 after a warm-up. A page showing fewer
+   rows at the small size than at the large one is judged against the small size's full list.
 
     python -m bench.volume [--small 1000] [--large 1000000] [--reuse] [--strict] [--json PATH]
 """
@@ -35,6 +36,9 @@ STEADY = timedelta(minutes=10)  # a task's last run before the one measured
 # The owner's dashboard sums today's charges and the authorizations held: the day's work (3,308
 # charges today at a million orders a year, 3 at a thousand), not the tables' size.
 DAY_SUMS = ("home page",)
+# The accountant's exports measured (books): a month's orders as CSV and XLSX, and the sales of
+# the factura global.
+EXPORTS = (("orders", "csv"), ("orders", "xlsx"), ("global", "csv"))
 
 
 def suffix(size: int) -> str:
@@ -113,7 +117,47 @@ def measure() -> list[dict[str, Any]]:
     from config.celery import app
 
     app.loader.import_default_modules()
-    return [*measure_pages(client), *measure_tasks(app)]
+    return [*measure_pages(client), *measure_exports(), *measure_tasks(app)]
+
+
+def measure_exports() -> list[dict[str, Any]]:
+    """The accountant's export of the last whole month before the fill's moment (its orders as
+    CSV and as XLSX, and the factura global's sales as CSV), as its task makes it, in a
+    transaction rolled back after each run: its figures and how many rows it wrote (judged per
+    row, as a task's items: its queries grow by one a chunk of rows, not a row)."""
+    from datetime import date
+
+    from books.models import ExportKind
+    from tools.volume.history import fill_moment
+
+    moment = fill_moment()
+    if moment is None:
+        return []
+    end = moment.date().replace(day=1) - timedelta(days=1)
+    start = date(end.year, end.month, 1)
+    rows = []
+    for kind, file_format in EXPORTS:
+        label = f"task export {ExportKind(kind).name.lower()} of a month ({file_format})"
+        rows.append(
+            {"name": label, **timed(lambda k=kind, f=file_format: _export(k, f, start, end))}
+        )
+        print("ROW " + json.dumps(rows[-1], default=str), file=sys.stderr, flush=True)
+    return rows
+
+
+def _export(kind: str, file_format: str, start: Any, end: Any) -> int:
+    """One export made as its task makes it, rolled back; the rows it wrote."""
+    from django.db import transaction
+
+    from books.exports import books_export_run
+    from books.models import BooksExport
+
+    with transaction.atomic():
+        export = BooksExport.objects.create(kind=kind, format=file_format, start=start, end=end)
+        books_export_run(export_id=export.pk)
+        done = BooksExport.objects.get(pk=export.pk).rows_done
+        transaction.set_rollback(True)
+    return done
 
 
 def measure_pages(client: Any) -> list[dict[str, Any]]:

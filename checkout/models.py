@@ -218,6 +218,10 @@ class OrderEventKind(models.TextChoices):
     EXPIRED = "expired", _("Expired")
     RESERVED = "reserved", _("Items held again")
     RETURNED = "returned", _("Late payment given back")
+    # Written by books: the buyer's factura.
+    INVOICING = "invoicing", _("Invoice being issued")
+    INVOICED = "invoiced", _("Invoice issued")
+    CREDIT_NOTE = "credit_note", _("Credit note due")
 
 
 class OrderEvent(LedgerEntry):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
+from django.forms import Form
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import get_language
@@ -13,6 +14,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from checkout.cart import MAX_PER_LINE, Cart, CartError, lines_total
+from checkout.extensions import CheckoutBox, checkout_boxes, order_sections
 from checkout.forms import CheckoutForm, MyOrdersForm, QuantityForm
 from checkout.installments import order_installments, plans_for
 from checkout.limits import order_creations_exceeded, order_lists_exceeded, status_checks_exceeded
@@ -119,14 +121,25 @@ def checkout(request: HttpRequest) -> HttpResponse:
         messages.info(request, _("Your cart is empty."))
         return redirect("checkout:cart")
     form = CheckoutForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        return _place_order(request, cart, form)
+    boxes = [(box, box.form(request.POST or None)) for box in checkout_boxes()]
+    # Every box is validated, so that each says its errors at once.
+    boxes_valid = all([box_form.is_valid() for _box, box_form in boxes])
+    if request.method == "POST" and form.is_valid() and boxes_valid:
+        return _place_order(request, cart, form, boxes)
     lines = cart.lines()
-    context = _context(request, form=form, lines=lines, total=lines_total(lines))
+    context = _context(
+        request,
+        form=form,
+        boxes=[box_form for _box, box_form in boxes],
+        lines=lines,
+        total=lines_total(lines),
+    )
     return render(request, "checkout/checkout.html", context)
 
 
-def _place_order(request: HttpRequest, cart: Cart, form: CheckoutForm) -> HttpResponse:
+def _place_order(
+    request: HttpRequest, cart: Cart, form: CheckoutForm, boxes: list[tuple[CheckoutBox, Form]]
+) -> HttpResponse:
     """The order placed and the shopper sent to pay; or, the stock gone (a rush for the last
     units), told at once on the cart's page (409), before anything is counted or written."""
     reservations_expire(limit=PAGE_EXPIRY_LIMIT)
@@ -137,7 +150,13 @@ def _place_order(request: HttpRequest, cart: Cart, form: CheckoutForm) -> HttpRe
             form.add_error(
                 None, _("You have placed many orders in a short time. Please wait a while.")
             )
-            context = _context(request, form=form, lines=lines, total=lines_total(lines))
+            context = _context(
+                request,
+                form=form,
+                boxes=[box_form for _box, box_form in boxes],
+                lines=lines,
+                total=lines_total(lines),
+            )
             return render(request, "checkout/checkout.html", context, status=429)
         order = order_create_from_cart(
             cart=cart, customer=form.cleaned_data, language=get_language() or "es", lines=lines
@@ -145,6 +164,8 @@ def _place_order(request: HttpRequest, cart: Cart, form: CheckoutForm) -> HttpRe
     except CheckoutError as exc:
         messages.error(request, exc.message)
         return _cart_page(request, status=409)
+    for box, box_form in boxes:
+        box.keep(box_form, order)
     cart.clear()
     remember_order(request, order)
     return redirect("checkout:pay", reference=order.reference)
@@ -215,6 +236,7 @@ def _order_page(request: HttpRequest, order: Order) -> HttpResponse:
             installments=order_installments(order_payments(order)),
             late_payment=late_payment(order),
             reservation_minutes=settings.SHOP_RESERVATION_MINUTES,
+            sections=order_sections(request, order),
         ),
     )
 

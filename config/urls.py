@@ -27,5 +27,6 @@ urlpatterns = [
     path("webhooks/", include("webhooks.urls")),
     path("", include("monitoring.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
+    path("", include("books.urls")),
     path("", include("checkout.urls")),
 ]

@@ -44,6 +44,7 @@ SHOP_PACKAGES = (
     "staff_signin",
     "dashboard",
     "monitoring",
+    "books",
 )
 CLIENT = "payments.provider.client"
 

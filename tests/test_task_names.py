@@ -7,6 +7,9 @@ from config.celery import app
 
 # The names of the release of 25 November (CHANGELOG.md), and every name since.
 TASK_NAMES = {
+    "books.tasks.books_export_task",
+    "books.tasks.factura_mail_task",
+    "books.tasks.factura_refund_check_task",
     "checkout.tasks.mails_prune_task",
     "checkout.tasks.order_mail_send_task",
     "checkout.tasks.order_mails_sweep_task",

@@ -75,6 +75,10 @@ def error_reports_start(
         before_send=event_scrubbed,
         before_send_transaction=event_scrubbed,
         trace_propagation_targets=[],
+        # gzip, whatever else is installed: with the brotli module present (some packages bring
+        # it) the SDK would switch to brotli, and the reports' encoding would depend on the
+        # environment rather than on this setting.
+        _experiments={"transport_compression_algo": "gzip"},
     )
 
 

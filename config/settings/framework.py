@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "payments",
     "checkout",
     "webhooks",
+    "books",
     "dashboard",
     "monitoring",
 ]

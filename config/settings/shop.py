@@ -218,3 +218,15 @@ WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = env_int("WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINU
 # Notifications finished (processed, or unmatched) this many days ago are deleted by beat (hourly,
 # in batches); failed ones stay until staff or the relay resolve them, then age like the others.
 WEBHOOKS_KEEP_DAYS = env_int("WEBHOOKS_KEEP_DAYS", 90)
+
+# --- Facturas and the books (books/) ------------------------------------------------------------
+# A buyer may ask for a factura until the end of the month of the purchase plus these days (the
+# merchant's window: their PAC and SAT let them invoice a past month's sale only so long).
+BOOKS_FACTURA_DAYS_AFTER_MONTH = env_int("BOOKS_FACTURA_DAYS_AFTER_MONTH", 5)
+# The longest range of days one export covers.
+BOOKS_EXPORT_MAX_DAYS = env_int("BOOKS_EXPORT_MAX_DAYS", 366)
+# Who stamps CFDIs: nobody by default (staff register what their PAC issued); a class with
+# `stamp(StampRequest) -> Stamped` for a PAC (books/stamping.py, docs/deployment.md).
+BOOKS_STAMPER = env_str("BOOKS_STAMPER", "books.stamping.NoStamper")
+# Exports: a cell starting with "=" is not written as a formula (django-import-export).
+IMPORT_EXPORT_ESCAPE_FORMULAE_ON_EXPORT = True

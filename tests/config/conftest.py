@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -14,8 +14,10 @@ import pytest
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
+from books.models import BooksExport
 from payments.models import PaymentStatus, Subscription
 from staff_signin.models import SignInEvent
+from tests.books.helpers import paid_order, requested
 from tests.config.csrf_cases import PASSWORD, WEBHOOK_TOKEN, World, payment_row
 from tests.factories import OrderFactory, ProductFactory
 from tests.helpers.staff import authenticator
@@ -84,4 +86,8 @@ def world(settings: Any, calls: list[tuple[str, str]], django_user_model: Any) -
         spare_user=django_user_model.objects.create_user("spare", password=PASSWORD),
         group=Group.objects.create(name="spare-group"),
         calls=calls,
+        factura=requested(paid_order("250.00")),
+        export=BooksExport.objects.create(
+            kind="orders", format="csv", start=date(2026, 10, 1), end=date(2026, 10, 31)
+        ),
     )

@@ -19,11 +19,14 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db.models import Model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from books.links import factura_urls
+from books.models import BooksExport, FacturaRequest, FacturaState
 from checkout.links import order_link_path
 from checkout.models import Order, OrderItem, Product
 from payments.models import (
@@ -36,6 +39,7 @@ from payments.models import (
 )
 from staff_actions.models import StaffAction
 from staff_signin.models import SignInEvent
+from tests.books.helpers import BUYER, UUID, cfdi
 from tests.factories import PaymentFactory
 from tests.helpers.shop import CUSTOMER, keep_session, own
 from tests.helpers.staff import sign_in_staff
@@ -52,6 +56,8 @@ CSP_ROUTE = "csp-report/"
 # CSP violation reports (only logged) without cookies or tokens. Neither can carry a CSRF token.
 EXEMPT = {WEBHOOK_ROUTE, CSP_ROUTE}
 STATE = [
+    FacturaRequest,
+    BooksExport,
     Product,
     Order,
     OrderItem,
@@ -103,6 +109,9 @@ class World:
     group: Group
     calls: list[tuple[str, str]]
     clients: dict[str, Client] = field(default_factory=dict)
+    # A paid order's factura request (books), and an export asked for.
+    factura: Any = None
+    export: Any = None
 
     def client(self, who: str) -> Client:
         """The browser of `who` (shop: the shopper; staff: a superuser; anonymous), opened on
@@ -350,6 +359,22 @@ def _model_admin(app_model: str, obj: Build, *, denied: bool, base: str = "") ->
     return cases
 
 
+def _factura_is(state: str) -> Effect:
+    def check(world: World, response: Any) -> None:
+        world.factura.refresh_from_db()
+        assert world.factura.state == state, response
+
+    return check
+
+
+def _factura_postal_code(code: str) -> Effect:
+    def check(world: World, response: Any) -> None:
+        world.factura.refresh_from_db()
+        assert world.factura.postal_code == code, response
+
+    return check
+
+
 def _waiting_payment(w: World) -> Payment:
     return Payment.objects.get(external_reference=w.waiting_order.reference)
 
@@ -420,7 +445,7 @@ CASES: dict[str, Case] = {
             args=[ContentType.objects.get_for_model(Product).pk, w.product.pk],
         )
     ),
-    "admin/^(?P<app_label>auth|staff_signin|payments|checkout|webhooks)/$": Case(
+    "admin/^(?P<app_label>auth|staff_signin|payments|checkout|webhooks|books)/$": Case(
         lambda w: reverse("admin:app_list", kwargs={"app_label": "payments"})
     ),
     "admin/(?P<url>.*)$": Case(lambda w: "/admin/nowhere/"),
@@ -571,6 +596,38 @@ CASES: dict[str, Case] = {
         effect=_state_of_event(WebhookState.RECEIVED),
     ),
     **_model_admin("webhooks_webhookevent", lambda w: w.event, denied=True),
+    # books: the facturas to issue (start, register), every factura (its files), the exports
+    "admin/books/facturatoissue/": Case(
+        admin("books_facturatoissue_changelist"),
+        changelist_action("start_selected", lambda w: w.factura),
+        effect=_factura_is(FacturaState.ISSUING),
+    ),
+    **_model_admin("books_facturatoissue", lambda w: w.factura, denied=True),
+    "admin/books/facturatoissue/<int:pk>/register/": Case(
+        admin("books_facturatoissue_register", lambda w: w.factura.pk),
+        lambda w: {"uuid": UUID, "xml": SimpleUploadedFile("cfdi.xml", cfdi("250.00"))},
+        effect=_factura_is(FacturaState.ISSUED),
+    ),
+    "admin/books/facturarequest/": Case(admin("books_facturarequest_changelist")),
+    **_model_admin("books_facturarequest", lambda w: w.factura, denied=True),
+    "admin/books/facturarequest/<int:pk>/file/<str:kind>/": Case(
+        admin("books_facturarequest_file", lambda w: w.factura.pk, lambda w: "xml"),
+        get_only=True,
+    ),
+    "admin/books/booksexport/": Case(admin("books_booksexport_changelist")),
+    **_model_admin("books_booksexport", lambda w: w.export, denied=True),
+    "admin/books/booksexport/add/": Case(
+        admin("books_booksexport_add"),
+        lambda w: {"kind": "orders", "start": "2026-10-01", "end": "2026-10-31", "format": "csv"},
+        effect=_exists(BooksExport, start="2026-10-01", format="csv"),
+    ),
+    "admin/books/booksexport/<path:object_id>/history/": Case(
+        admin("books_booksexport_history", lambda w: w.export.pk)
+    ),
+    "admin/books/booksexport/<int:pk>/download/": Case(
+        admin("books_booksexport_download", lambda w: w.export.pk), get_only=True
+    ),
+    "admin/books/booksexport/status/": Case(admin("books_booksexport_status"), get_only=True),
     # --- The shop ---------------------------------------------------------------------------
     "i18n/setlang/": Case(
         lambda w: reverse("set_language"),
@@ -609,13 +666,22 @@ CASES: dict[str, Case] = {
         lambda w: reverse("checkout:checkout"),
         lambda w: CUSTOMER,
         who="shop",
-        effect=_orders_placed(3),
+        effect=_orders_placed(4),  # two in the world, a paid one with a factura, and this one
     ),
     "pedidos/<str:reference>/": Case(
         lambda w: reverse("checkout:order", args=[w.order.reference]), who="shop", get_only=True
     ),
     "pedido/<str:reference>/<str:token>/": Case(
         lambda w: order_link_path(w.order.reference), who="shop", get_only=True
+    ),
+    "pedido/<str:reference>/<str:token>/factura/": Case(
+        lambda w: factura_urls(w.factura.order)["form"],
+        lambda w: {**BUYER, "postal_code": "06600"},
+        who="shop",
+        effect=_factura_postal_code("06600"),
+    ),
+    "pedido/<str:reference>/<str:token>/factura/<str:kind>/": Case(
+        lambda w: factura_urls(w.factura.order)["xml"], who="shop", get_only=True
     ),
     "mis-pedidos/": Case(
         lambda w: reverse("checkout:my_orders"),

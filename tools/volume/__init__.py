@@ -27,7 +27,7 @@ from django.utils import timezone
 from checkout.models import Order
 from payments.models import Payment
 from payments.rereading.rules import schedule_from_last_change
-from tools.volume import history, tail
+from tools.volume import facturas, history, tail
 from tools.volume.bulk import bulk_load
 
 # Settings modules made for tests and benchmarks: a fill may run there with DEBUG off.
@@ -125,6 +125,7 @@ def _fill_year(
     for label, done in history.fill_months(orders=orders, now=now, actor=actor):
         progress(f"{label}: {done:,} orders")
     history.fill_rest(orders=orders, now=now, actor=actor)
+    facturas.fill_facturas()
     _schedule_reads(now)
     return actor
 

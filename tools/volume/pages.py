@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+from django.apps import apps
 from django.contrib import admin
 from django.db.models import Model
 from django.test import RequestFactory
@@ -32,6 +33,8 @@ def _searches() -> tuple[dict[str, str], dict[type[Model], list[str]]]:
         "subscriber": subscription.customer_email if subscription else "",
     }
     lists: dict[type[Model], list[str]] = {
+        # books' "Facturas por emitir" (the model named, not imported: nothing imports books).
+        apps.get_model("books", "FacturaToIssue"): ["reference"],
         Order: ["reference", "email"],
         Payment: ["reference", "email", "provider id", "last four"],
         WebhookEvent: ["provider id", "reference"],
