@@ -19,6 +19,7 @@ from django.urls import reverse
 from books.models import FacturaRequest, FacturaState
 from checkout.models import OrderEvent, OrderEventKind
 from tests.books.helpers import UUID, cfdi, paid_order, requested, staff
+from tests.helpers.staff import sign_in_staff
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 
@@ -106,7 +107,7 @@ def test_an_xml_that_does_not_match_is_refused_on_the_form(
 
 def test_registering_needs_its_own_permission(client: Client) -> None:
     factura = requested(paid_order())
-    client.force_login(staff("consulta-books", "books.view_facturarequest"))
+    sign_in_staff(client, staff("consulta-books", "books.view_facturarequest"))
     assert client.get(TO_ISSUE).status_code == 200
     answer = post_register(client, factura, cfdi())
     assert answer.status_code == 403
@@ -116,7 +117,7 @@ def test_registering_needs_its_own_permission(client: Client) -> None:
 
 def test_starting_locks_the_buyers_data(client: Client) -> None:
     factura = requested(paid_order())
-    client.force_login(staff("emisor", "books.issue_factura"))
+    sign_in_staff(client, staff("emisor", "books.issue_factura"))
     answer = client.post(
         TO_ISSUE, {"action": "start_selected", "_selected_action": [factura.pk]}, follow=True
     )
@@ -129,6 +130,6 @@ def test_files_go_through_the_permissioned_view(client: Client, admin_client: Cl
     post_register(admin_client, factura, cfdi())
     url = reverse("admin:books_facturarequest_file", args=[factura.pk, "xml"])
     assert admin_client.get(url).content == cfdi()
-    client.force_login(staff("sin-permiso"))
+    sign_in_staff(client, staff("sin-permiso"))
     assert client.get(url).status_code == 403
     assert Client().get(url).status_code == 302  # to the login page

@@ -24,6 +24,7 @@ from books.models import BooksExport, ExportState
 from books.rules import factura_register
 from tests.books.helpers import UUID, cfdi, paid_order, requested, staff
 from tests.factories import RefundFactory
+from tests.helpers.staff import sign_in_staff
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 
@@ -145,7 +146,7 @@ def test_the_admin_asks_the_task_and_offers_the_file(
     )
     paid_order(created_at=at(9))
     accountant = staff("contadora", "books.export_books")
-    client.force_login(accountant)
+    sign_in_staff(client, accountant)
     form = {"kind": "orders", "start": "2026-10-01", "end": "2026-10-31", "format": "csv"}
     with django_capture_on_commit_callbacks(execute=True):
         answer = client.post(reverse("admin:books_booksexport_add"), form)
@@ -166,14 +167,14 @@ def test_the_admin_asks_the_task_and_offers_the_file(
 
 
 def test_exports_need_their_own_permission(client: Client) -> None:
-    client.force_login(staff("vendedor", "checkout.view_order"))
+    sign_in_staff(client, staff("vendedor", "checkout.view_order"))
     form = {"kind": "orders", "start": "2026-10-01", "end": "2026-10-31", "format": "csv"}
     assert client.post(reverse("admin:books_booksexport_add"), form).status_code == 403
     assert not BooksExport.objects.exists()
 
 
 def test_a_range_backwards_is_refused(client: Client) -> None:
-    client.force_login(staff("contador", "books.export_books"))
+    sign_in_staff(client, staff("contador", "books.export_books"))
     form = {"kind": "orders", "start": "2026-10-31", "end": "2026-10-01", "format": "csv"}
     answer = client.post(reverse("admin:books_booksexport_add"), form)
     assert answer.status_code == 400 and "before the start date" in answer.content.decode()
