@@ -35,10 +35,11 @@ results = {}
 for name, env in json.load(sys.stdin).items():
     os.environ.clear()
     os.environ.update(env)
-    # read the environment again: every part of the settings
-    for module in ("production", "base", "observability", "shop", "queues", "framework"):
-        sys.modules.pop(f"config.settings.{module}", None)
-        vars(package).pop(module, None)
+    # read the environment again: every part of the settings (its readers may stay)
+    for module in [m for m in sys.modules if m.startswith("config.settings.")]:
+        if module != "config.settings.env":
+            sys.modules.pop(module)
+            vars(package).pop(module.rsplit(".", 1)[-1], None)
     try:
         found = importlib.import_module("config.settings.production")
     except Exception as exc:
