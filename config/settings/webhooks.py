@@ -1,7 +1,7 @@
 """The provider's notifications (WEBHOOKS_*).
 
-The webhook receiver and the processing of what it receives (docs/deployment.md, "Provider
-notifications"): the relay that queues again what was lost, the retries while the provider
+The webhook receiver and the processing of what it receives (README, "Provider notifications
+(webhooks)"): the relay that queues again what was lost, the retries while the provider
 cannot be reached, and how long notifications are kept. `webhooks.apps` refuses to start when
 two of these disagree, naming them.
 """
