@@ -152,8 +152,8 @@ CELERY_INCLUDE = ["monitoring.heartbeats"]
 # --- What beat runs ---------------------------------------------------------------------------
 # One row a schedule: its name, the task (by its pinned name), every how many seconds, and how
 # long a run not yet started is still worth starting (`expires`, seconds; None: nine tenths of
-# the interval), so that a backlog never piles up. Then the queue, when the task must go to every
-# queue rather than where its route sends it.
+# the interval), so that a backlog never piles up. The second table's tasks go to every queue,
+# rather than where their route sends them.
 _BEAT: tuple[tuple[str, str, float, float | None], ...] = (
     ("webhooks-relay", "webhooks.tasks.webhook_relay_task", WEBHOOKS_RELAY_EVERY, None),
     (
