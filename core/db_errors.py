@@ -1,6 +1,6 @@
 """Which database errors mean "the database cannot be reached": a connection refused, lost or
 not taken. Those are answered 503 with `Retry-After` (core/error_pages.py) and logged as one
-warning line (config/logging.py); any other database error is a bug or a conflict of the shop's
+warning line (config/logging/); any other database error is a bug or a conflict of the shop's
 own, answered 500 with its traceback logged."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Error reports: Sentry, when SENTRY_DSN is set, from the web processes and the Celery workers.
 
-`error_reports_start` is called by the settings (config/settings/base.py, "Error reports"), which
-both kinds of process load; the sandbox has settings of its own and never reports. What is sent
-is scrubbed as the log lines are (config/logging.py):
+`error_reports_start` is called by the settings (config/settings/observability.py, "Error
+reports"), which both kinds of process load; the sandbox has settings of its own and never
+reports. What is sent is scrubbed as the log lines are (config/logging/):
 
 - every text of an event (message, exception, request path and query, breadcrumbs, tags, extra)
   goes through `config.logging.redact`, the logs' own redaction: the configured secrets (the

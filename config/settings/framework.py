@@ -1,28 +1,46 @@
-"""The framework's settings: the apps, the middleware, the templates, the database and how
-migrations take their locks (the first part of `config.settings.base`)."""
+"""Django itself (DJANGO_*).
+
+The secret key, the hosts, the apps and the middleware, the templates, the languages, static
+files and the JSON endpoints' framework. The production settings add HTTPS and the secure
+cookies (`config/settings/production.py`).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
-
-from config.settings.env import (
-    env_bool,
-    env_int,
-    env_list,
-    env_str,
-)
+from config.settings.env import Production, env_bool, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-VAR_DIR = Path(env_str("SHOP_VAR_DIR", str(BASE_DIR / "var")))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-SECRET_KEY = env_str("DJANGO_SECRET_KEY")
-DEBUG = env_bool("DJANGO_DEBUG", False)
-ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
-CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+SECRET_KEY = env_str(
+    "DJANGO_SECRET_KEY",
+    doc="50+ random characters, e.g. `python -c 'import secrets; "
+    "print(secrets.token_urlsafe(50))'`. It signs the order links and sessions, and encrypts the "
+    "request of a create whose outcome is unknown (kept, with its single-use card token, only "
+    'until the provider answers it): change it when no payment is "outcome unknown", or those '
+    "attempts can no longer be sent again and wait for the provider's notification or staff. "
+    "The demo uses a fixed key of its own.",
+    production=Production.MUST_SET,
+)
+DEBUG = env_bool(
+    "DJANGO_DEBUG",
+    False,
+    doc="Django's debug mode, for development only; the production settings always turn it off.",
+)
+ALLOWED_HOSTS = env_list(
+    "DJANGO_ALLOWED_HOSTS",
+    ["127.0.0.1", "localhost"],
+    doc="The host names the shop answers to, comma-separated (probes must send one of them as "
+    "`Host`).",
+    production=Production.MUST_SET,
+)
+CSRF_TRUSTED_ORIGINS = env_list(
+    "DJANGO_CSRF_TRUSTED_ORIGINS",
+    [],
+    doc="Extra origins trusted for CSRF (`https://www.tienda.example`), comma-separated; "
+    "same-origin posts need none.",
+)
 
 INSTALLED_APPS = [
     # Django's admin, whose site asks every staff member for a second factor (staff_signin).
@@ -54,9 +72,12 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First: every response carries the request id, and every log line of the request (django-guid,
-    # after the shop's check of the caller's id: "Request ids" below).
+    # after the shop's check of the caller's id: config/settings/observability.py).
     "core.request_id.IncomingRequestIdCheck",
     "django_guid.middleware.guid_middleware",
+    # Every request counted and timed (monitoring/metrics.py), the following middleware's time
+    # included.
+    "monitoring.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "core.security.ShopCSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -99,46 +120,67 @@ TEMPLATES = [
     },
 ]
 
-# Database: SQLite for the demo when nothing is configured, PostgreSQL (or any URL) when set.
-DATABASES = {
-    "default": dj_database_url.config(
-        env="DATABASE_URL",
-        default=f"sqlite:///{VAR_DIR / 'shop.sqlite3'}",
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
-        conn_health_checks=True,
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "es"
+LANGUAGES = [("es", "Español"), ("en", "English")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = "America/Mexico_City"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(
+    env_str(
+        "DJANGO_STATIC_ROOT",
+        str(BASE_DIR / "staticfiles"),
+        doc="Where `collectstatic` writes the static files and whitenoise serves them from.",
+        shown_default="`staticfiles/` in the checkout",
     )
+)
+
+# The shop's JSON endpoints (core.api): JSON only, one error shape, described by
+# drf-spectacular at /api/schema/ (`manage.py spectacular --validate --fail-on-warn`).
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.BoundedJSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "DEFAULT_METADATA_CLASS": None,
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "COERCE_DECIMAL_TO_STRING": True,
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"]["OPTIONS"] = {
-        "transaction_mode": "IMMEDIATE",
-        "timeout": 20,
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-    }
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
-# PostgreSQL through django-pg-zero-downtime-migrations: the same backend for queries, and for
-# migrations one that keeps the running release serving (docs/deployment.md, "Upgrading"). Every
-# statement that takes a table lock waits at most MIGRATIONS_LOCK_TIMEOUT for it and runs at most
-# MIGRATIONS_STATEMENT_TIMEOUT (the long, lock-free ones, such as CREATE INDEX CONCURRENTLY, have
-# no limit); a migration that could not take its lock is tried again by `manage.py migrate`
-# (payments/management/commands/migrate.py). An operation that would stop the previous release
-# (a NOT NULL column without a database default, a renamed column or table, a changed column
-# type) is refused, in tests as in production; what is applied is idempotent, so a migration
-# interrupted half-way is applied again from where it stopped.
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    DATABASES["default"]["ENGINE"] = "django_zero_downtime_migrations.backends.postgres"
-ZERO_DOWNTIME_MIGRATIONS_LOCK_TIMEOUT = env_str("MIGRATIONS_LOCK_TIMEOUT", "2s")
-ZERO_DOWNTIME_MIGRATIONS_STATEMENT_TIMEOUT = env_str("MIGRATIONS_STATEMENT_TIMEOUT", "5s")
-ZERO_DOWNTIME_MIGRATIONS_FLEXIBLE_STATEMENT_TIMEOUT = True
-ZERO_DOWNTIME_MIGRATIONS_RAISE_FOR_UNSAFE = True
-ZERO_DOWNTIME_MIGRATIONS_IDEMPOTENT_SQL = True
-# How many times `migrate` tries again a migration that could not take its lock in time, and
-# the longest pause between two tries (seconds; it doubles from 1 s, with jitter).
-MIGRATIONS_LOCK_RETRIES = env_int("MIGRATIONS_LOCK_RETRIES", 10)
-MIGRATIONS_LOCK_RETRY_MAX_WAIT = env_int("MIGRATIONS_LOCK_RETRY_MAX_WAIT", 30)
-# While the database cannot be reached, the pages, the JSON endpoints and the admin answer 503
-# with this Retry-After (seconds), never a server error (core/error_pages.py); a connection is
-# tried again at each request, so they serve again as soon as it is back.
-DATABASE_RETRY_AFTER = env_int("DATABASE_RETRY_AFTER", 5)
-if DATABASE_RETRY_AFTER < 1:
-    raise ImproperlyConfigured("DATABASE_RETRY_AFTER must be at least 1")
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Tienda Tlali, JSON endpoints",
+    "DESCRIPTION": (
+        "The shop's JSON endpoints: the payment page's calls, the card payments service's "
+        "notifications, the browsers' CSP reports and the probes. Every error answers "
+        '`{"error", "message"}`, plus `fields` when a body did not validate. Messages for '
+        "people are in Spanish unless the browser chose English. An order is visible only to "
+        "the browser session that placed it (404 for any other). Unsafe methods need Django's "
+        "CSRF cookie and header, but for the receiver and the CSP reports."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            "browserSession": {"type": "apiKey", "in": "cookie", "name": "sessionid"},
+            "csrfCookie": {"type": "apiKey", "in": "cookie", "name": "csrftoken"},
+            "csrfHeader": {"type": "apiKey", "in": "header", "name": "X-CSRFToken"},
+        }
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "webhooks.openapi.add_receiver",
+        "core.openapi.document_refused_methods",
+    ],
+}
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

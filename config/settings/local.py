@@ -16,8 +16,18 @@ DEBUG = env_bool("DJANGO_DEBUG", True)
 INSTALLED_APPS = [*base.INSTALLED_APPS, "tools"]
 SECRET_KEY = base.SECRET_KEY or "local-demo-only-not-secret-3b9f0c2e7a41"
 
-PAYMENTS_PUBLIC_KEY = base.PAYMENTS_PUBLIC_KEY or env_str("SANDBOX_PUBLIC_KEY", "pk_sandbox_demo")
-PAYMENTS_SECRET_KEY = base.PAYMENTS_SECRET_KEY or env_str("SANDBOX_SECRET_KEY", "sk_sandbox_demo")
+PAYMENTS_PUBLIC_KEY = base.PAYMENTS_PUBLIC_KEY or env_str(
+    "SANDBOX_PUBLIC_KEY",
+    "pk_sandbox_demo",
+    doc="The sandbox's public key, which the demo's shop uses when `PAYMENTS_PUBLIC_KEY` is unset "
+    "(the sandbox reads it too, so that both sides agree).",
+)
+PAYMENTS_SECRET_KEY = base.PAYMENTS_SECRET_KEY or env_str(
+    "SANDBOX_SECRET_KEY",
+    "sk_sandbox_demo",
+    doc="The sandbox's secret key, which the demo's shop uses when `PAYMENTS_SECRET_KEY` is "
+    "unset (the sandbox reads it too).",
+)
 PAYMENTS_ACCESS_TOKEN = base.PAYMENTS_ACCESS_TOKEN or basic_access_token(
     PAYMENTS_PUBLIC_KEY, PAYMENTS_SECRET_KEY
 )

@@ -1,5 +1,7 @@
-"""What the shop tells about itself: request ids, mail to staff, logging, error reports and
-metrics."""
+"""What the shop tells about itself (LOG_*, SENTRY_*, METRICS_*).
+
+Request ids, logs, error reports and metrics.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +10,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from django_guid.integrations import CeleryIntegration
 
-from config.settings.env import (
-    env_int,
-    env_list,
-    env_str,
-)
-from config.settings.shop import *
+from config.settings.env import Production, env_str
 
 # --- Request ids ------------------------------------------------------------------------------
 # django-guid (core/request_id.py): the caller's X-Request-ID when core.request_id accepts it
@@ -29,21 +26,20 @@ DJANGO_GUID = {
     "INTEGRATIONS": [CeleryIntegration(use_django_logging=True)],
 }
 
-EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
-DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "pedidos@tienda.example")
-SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
-# Staff who get operational mail (authorizations about to expire), comma-separated addresses.
-MANAGERS = [("", address) for address in env_list("SHOP_MANAGERS", [])]
-
+# --- Logs -------------------------------------------------------------------------------------
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        # LOG_FORMAT: "text", one readable line a record (the demo), or "json", one JSON object
-        # a line with time, level, logger, message, request_id (the production default).
         "console": {
             "()": "config.logging.console_formatter",
-            "log_format": env_str("LOG_FORMAT", "text"),
+            "log_format": env_str(
+                "LOG_FORMAT",
+                "text",
+                doc="`json`: one JSON object a line with time, level, logger, message and "
+                "request id, for a log collector (gunicorn's own lines too); `text`: one "
+                "readable line a record.",
+            ),
         },
     },
     "filters": {
@@ -65,7 +61,10 @@ LOGGING = {
             "filters": ["require_debug_false", "redact"],
         },
     },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "root": {
+        "handlers": ["console"],
+        "level": env_str("LOG_LEVEL", "INFO", doc="The root log level."),
+    },
     "loggers": {
         # Django's own console handler writes unredacted: its records go to ours (via root).
         "django": {"handlers": ["mail_admins"], "level": "INFO", "propagate": True},
@@ -83,15 +82,34 @@ DEFAULT_EXCEPTION_REPORTER_FILTER = "config.logging.AlwaysSafeExceptionReporterF
 # --- Error reports ------------------------------------------------------------------------------
 # Sentry (config/logging/error_reports.py) when SENTRY_DSN is set, from every process that loads
 # these settings: the web processes, the Celery workers and manage.py (the sandbox has its own).
-# Scrubbed as the logs are. SENTRY_ENVIRONMENT and SENTRY_RELEASE name where and which version an
-# error came from (empty: Sentry's defaults, "production" and the checkout's git commit if any);
-# SENTRY_TRACES_SAMPLE_RATE, from 0 (the default: errors only) to 1, is the share of requests and
-# tasks also sent as performance traces.
-SENTRY_DSN = env_str("SENTRY_DSN")
-SENTRY_ENVIRONMENT = env_str("SENTRY_ENVIRONMENT")
-SENTRY_RELEASE = env_str("SENTRY_RELEASE")
+# Scrubbed as the logs are.
+SENTRY_DSN = env_str(
+    "SENTRY_DSN",
+    doc="The Sentry project's DSN (`https://<key>@<host>/<project>`, Sentry's own service or a "
+    "self-hosted one); once set, the web processes, the Celery workers and the management "
+    'commands report their errors there, scrubbed as the logs are (docs/deployment.md, "Error '
+    'reports"). Unset: no error reports.',
+    production=Production.SHOULD_SET,
+)
+SENTRY_ENVIRONMENT = env_str(
+    "SENTRY_ENVIRONMENT",
+    doc="The environment the reports are filed under (`staging`, `production`); unset, "
+    "Sentry's default, `production`.",
+)
+SENTRY_RELEASE = env_str(
+    "SENTRY_RELEASE",
+    doc="The version deployed (a tag or commit), so that a report says which release it came "
+    "from; unset, the checkout's git commit if any.",
+)
 try:
-    SENTRY_TRACES_SAMPLE_RATE = float(env_str("SENTRY_TRACES_SAMPLE_RATE", "0"))
+    SENTRY_TRACES_SAMPLE_RATE = float(
+        env_str(
+            "SENTRY_TRACES_SAMPLE_RATE",
+            "0",
+            doc="From 0 to 1: the share of requests and tasks also sent as performance traces; "
+            "0 sends errors only.",
+        )
+    )
 except ValueError:
     SENTRY_TRACES_SAMPLE_RATE = -1.0
 if not 0 <= SENTRY_TRACES_SAMPLE_RATE <= 1:
@@ -107,36 +125,27 @@ if SENTRY_DSN:
     )
 
 # --- Metrics (monitoring/metrics.py; docs/monitoring/README.md) --------------------------------
-# /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, it answers 404.
-# PROMETHEUS_MULTIPROC_DIR (read by prometheus-client itself) makes the counters those of every
-# process writing into that directory (gunicorn's and Celery's workers on the machine).
-METRICS_TOKEN = env_str("METRICS_TOKEN")
-# prometheus-client writes its files there as soon as the apps define their metrics.
-if _metrics_dir := env_str("PROMETHEUS_MULTIPROC_DIR"):
+METRICS_TOKEN = env_str(
+    "METRICS_TOKEN",
+    doc="The bearer token `/metrics` asks for (`Authorization: Bearer <token>`); unset, "
+    "`/metrics` answers 404. A long random value (`python -c 'import secrets; "
+    "print(secrets.token_urlsafe(32))'`), shared with Prometheus only.",
+    production=Production.SHOULD_SET,
+)
+# prometheus-client reads it itself, and writes its files there as soon as the apps define their
+# metrics: the directory must exist.
+if _metrics_dir := env_str(
+    "PROMETHEUS_MULTIPROC_DIR",
+    doc="A directory every shop process of the machine (gunicorn, Celery workers, beat) counts "
+    "into, so that `/metrics` shows their sums; created if missing. In production, the same for "
+    "all of a machine's processes, on a tmpfs emptied when they all start (e.g. systemd's "
+    "`RuntimeDirectory=`). Unset, `/metrics` shows only the answering process's counters.",
+    production=Production.SHOULD_SET,
+):
     Path(_metrics_dir).mkdir(parents=True, exist_ok=True)
 # The gauges read from the database are computed at most this often (seconds), however many
 # scrapers ask.
-METRICS_DB_GAUGES_CACHE_SECONDS = env_int("METRICS_DB_GAUGES_CACHE_SECONDS", 15)
-# How often beat queues the heartbeat task on each queue (monitoring.heartbeats).
-METRICS_HEARTBEAT_EVERY = env_int("METRICS_HEARTBEAT_EVERY", 30)
-if METRICS_DB_GAUGES_CACHE_SECONDS < 0 or METRICS_HEARTBEAT_EVERY < 1:
-    raise ImproperlyConfigured(
-        "METRICS_DB_GAUGES_CACHE_SECONDS must be at least 0 and METRICS_HEARTBEAT_EVERY at least 1"
-    )
-# Every request counted and timed, the following middleware's time included (after the
-# request id's, which stays first).
-MIDDLEWARE.insert(
-    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware"),
-    "monitoring.metrics.RequestMetricsMiddleware",
-)
-CELERY_INCLUDE = ["monitoring.heartbeats"]
-CELERY_BEAT_SCHEDULE.update(
-    {
-        f"metrics-heartbeat-{queue}": {
-            "task": "config.heartbeats.heartbeat_task",
-            "schedule": float(METRICS_HEARTBEAT_EVERY),
-            "options": {"queue": queue, "expires": 600},
-        }
-        for queue in CELERY_TASK_QUEUES
-    }
-)
+METRICS_DB_GAUGES_CACHE_SECONDS = 15
+# How often beat queues the heartbeat task on each queue (monitoring.heartbeats; the
+# ShopWorkerSilent alert waits 3 minutes).
+METRICS_HEARTBEAT_EVERY = 30

@@ -2,8 +2,8 @@
 
 Every problem with the environment is reported at once, each naming its variable, before the
 first request: a PostgreSQL database, Redis, a real secret key, the public hosts and address, the
-provider's address and credentials, and a long webhook token. `docs/deployment.md` lists every
-variable.
+provider's address and credentials, and a long webhook token. docs/settings.md lists every
+variable (those marked "must set" are the ones checked here).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from config.logging import LOG_FORMATS
 from config.settings import base
 from config.settings.base import *
-from config.settings.env import env_bool, env_int, env_list, env_str
+from config.settings.env import Production, env_bool, env_int, env_list, env_str
 
 _problems: list[str] = []
 
@@ -33,7 +33,11 @@ if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("dj
 # The shop locks rows (SELECT ... FOR UPDATE SKIP LOCKED) and runs several processes: PostgreSQL.
 # SQLite only when explicitly allowed (a single-machine trial), never by a forgotten variable.
 _engine = base.DATABASES["default"]["ENGINE"]
-_sqlite_allowed = env_bool("DJANGO_ALLOW_SQLITE", False)
+_sqlite_allowed = env_bool(
+    "DJANGO_ALLOW_SQLITE",
+    False,
+    doc="`true` lets production run on SQLite (a one-machine trial only).",
+)
 if _engine != "django_zero_downtime_migrations.backends.postgres" and not (
     _engine == "django.db.backends.sqlite3" and _sqlite_allowed
 ):
@@ -87,7 +91,13 @@ if not re.fullmatch(r"[A-Za-z0-9_-]{32,}", base.PAYMENTS_WEBHOOK_TOKEN):
 # HTTPS only. Behind a proxy that terminates TLS, the header it sets says the request was https:
 # DJANGO_SECURE_PROXY_SSL_HEADER is its META key, optionally with the value ("NAME=value",
 # "https" by default); empty when gunicorn itself is reached over TLS.
-_proxy_header = env_str("DJANGO_SECURE_PROXY_SSL_HEADER", "HTTP_X_FORWARDED_PROTO")
+_proxy_header = env_str(
+    "DJANGO_SECURE_PROXY_SSL_HEADER",
+    "HTTP_X_FORWARDED_PROTO",
+    doc='The request `META` key of the header by which the TLS proxy says "https" '
+    "(`NAME=value`, value `https` by default); empty if gunicorn itself receives TLS. Only "
+    "trustworthy if the proxy always sets or strips it.",
+)
 if _proxy_header:
     _name, _, _value = _proxy_header.partition("=")
     if not re.fullmatch(r"HTTP_[A-Z0-9_]+", _name):
@@ -98,12 +108,29 @@ if _proxy_header:
     SECURE_PROXY_SSL_HEADER = (_name, _value or "https")
 else:
     SECURE_PROXY_SSL_HEADER = None
-SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+SECURE_SSL_REDIRECT = env_bool(
+    "DJANGO_SECURE_SSL_REDIRECT",
+    True,
+    doc="Redirect http to https (`/healthz`, `/healthz/deps`, `/readyz` and `/metrics` are "
+    "exempt).",
+)
 # Probes reach the process directly over plain HTTP; they must not be redirected.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^healthz/deps$", r"^readyz$"]
-SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31536000)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
-SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", True)
+SECURE_HSTS_SECONDS = env_int(
+    "DJANGO_SECURE_HSTS_SECONDS",
+    31536000,
+    doc="The `Strict-Transport-Security` max-age (seconds).",
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool(
+    "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS",
+    True,
+    doc="HSTS for subdomains too (turning it off makes `check --deploy` warn).",
+)
+SECURE_HSTS_PRELOAD = env_bool(
+    "DJANGO_SECURE_HSTS_PRELOAD",
+    True,
+    doc="HSTS preload-list eligibility (turning it off makes `check --deploy` warn).",
+)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "strict-origin-when-cross-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
@@ -127,14 +154,25 @@ STORAGES = {
 
 # Mail (order confirmations, managers' warnings) over SMTP once EMAIL_HOST is set; without it
 # the base settings' backend applies (the console: mail is written to the standard output).
-EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_HOST = env_str(
+    "EMAIL_HOST",
+    doc="The SMTP server; once set, production sends mail over SMTP. Without it mail is "
+    "written to the standard output (the console backend), customer addresses included.",
+    production=Production.SHOULD_SET,
+)
 if EMAIL_HOST:
     EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
-    EMAIL_PORT = env_int("EMAIL_PORT", 587)
-    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
-    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
-    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
-    EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+    EMAIL_PORT = env_int("EMAIL_PORT", 587, doc="The SMTP server's port.")
+    EMAIL_HOST_USER = env_str(
+        "EMAIL_HOST_USER", doc="The SMTP user.", production=Production.SHOULD_SET
+    )
+    EMAIL_HOST_PASSWORD = env_str(
+        "EMAIL_HOST_PASSWORD",
+        doc="The SMTP password (redacted from logs).",
+        production=Production.SHOULD_SET,
+    )
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True, doc="STARTTLS to the SMTP server.")
+    EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, doc="Seconds an SMTP connection may take.")
 
 # One JSON object a line by default, for the log collector; LOG_FORMAT=text for people.
 LOG_FORMAT = env_str("LOG_FORMAT", "json")

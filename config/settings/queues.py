@@ -1,25 +1,42 @@
-"""Redis, Celery and beat: the broker and the cache, the three queues and their routes, what beat
-runs and how often, and what the shop keeps of its own data (retention)."""
+"""Redis, the cache and Celery (REDIS_*, CACHE_*, CELERY_*).
+
+Redis as the broker and the cache (an embedded broker and a file cache for the demo), the three
+queues and their routes, and what beat runs and how often (one table).
+"""
 
 from __future__ import annotations
 
-from django.core.exceptions import ImproperlyConfigured
-
-from config.settings.env import (
-    env_int,
-    env_str,
+from config.settings.env import Production, env_int, env_str
+from config.settings.observability import METRICS_HEARTBEAT_EVERY
+from config.settings.payments import (
+    PAYMENTS_PROVIDER_CHECK_EVERY,
+    PAYMENTS_RECONCILE_EVERY,
+    PAYMENTS_SEND_SWEEP_EVERY,
 )
-from config.settings.framework import *
+from config.settings.shop import SHOP_ORDERS_SYNC_EVERY, VAR_DIR
+from config.settings.webhooks import WEBHOOKS_RELAY_EVERY
 
 # Redis as broker and cache when REDIS_URL is set; otherwise an embedded broker
 # (kombu's filesystem transport, written atomically) and a file cache, so the demo needs no server.
-REDIS_URL = env_str("REDIS_URL")
+REDIS_URL = env_str(
+    "REDIS_URL",
+    doc="Redis (`redis://host:6379/0`, or `rediss://`): the Celery broker, the cache, the rate "
+    "limits' counters, the read budget and the sale day's queue. Unset (the demo): kombu's "
+    "filesystem transport (each message written whole, then renamed into the queue: "
+    "`config/celery/demo_broker.py`) and a file cache in `SHOP_VAR_DIR`.",
+    production=Production.MUST_SET,
+)
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         # An unacknowledged task (its worker died) is delivered again after this long; it must
         # exceed the longest retry countdown.
-        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
+        "visibility_timeout": env_int(
+            "CELERY_VISIBILITY_TIMEOUT",
+            3600,
+            doc="Seconds before a task whose worker died is delivered again by Redis (docs/"
+            'deployment.md, "Scaling out"); above `WEBHOOKS_RETRY_BACKOFF_MAX`.',
+        ),
         "socket_connect_timeout": 2,
     }
     CACHES = {
@@ -28,7 +45,11 @@ if REDIS_URL:
             # new one for every call, which cost the webhook receiver a third of its CPU (bench/).
             "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": REDIS_URL,
-            "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "shop"),
+            "KEY_PREFIX": env_str(
+                "CACHE_KEY_PREFIX",
+                "shop",
+                doc="The prefix of the cache's keys in Redis (two shops on one Redis database).",
+            ),
             "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 2, "SOCKET_TIMEOUT": 2},
         }
     }
@@ -50,6 +71,9 @@ else:
             "LOCATION": str(VAR_DIR / "cache"),
         }
     }
+    # The demo's file cache counts the rate limits well enough on one machine; production uses
+    # Redis.
+    SILENCED_SYSTEM_CHECKS = ["django_ratelimit.E003", "django_ratelimit.W001"]
 
 # Fragments of pages that are the same for every shopper (the empty details form), rendered
 # once a process: a new release's processes start with none.
@@ -122,152 +146,74 @@ CELERY_TASK_ROUTES = {
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING (and its redaction)
 CELERY_TIMEZONE = "UTC"
-# How often beat runs the webhook relay and the payments' reconciliation (seconds); a run not
-# started before the next one is due is dropped (`expires`), so a backlog never piles up.
-WEBHOOKS_RELAY_EVERY = env_int("WEBHOOKS_RELAY_EVERY", 60)
-PAYMENTS_RECONCILE_EVERY = env_int("PAYMENTS_RECONCILE_EVERY", 60)
-# The provider read budget (payments/rereading/rules.py): reads of payments a minute, all of the
-# shop's together. Reads for notifications, staff and shoppers' pages always go and are counted;
-# the schedule (payments/rereading/rules.py) uses what they leave. 600 a minute is 10 a second,
-# well under the rate limits card providers publish; README.md says up to which volume it keeps
-# the schedule.
-PAYMENTS_PROVIDER_READS_PER_MINUTE = env_int("PAYMENTS_PROVIDER_READS_PER_MINUTE", 600)
-# Beside the read budget, the writes' pace (payments/provider/pace.py): at most this many
-# creates, captures, cancellations and refunds a second, counted by every worker process
-# together in Redis, so that a sale day stays under the provider's own rate limit (set it below
-# the provider's). 0: unpaced. A provider's 429 is still handled: the request is sent again.
-PAYMENTS_PROVIDER_WRITES_PER_SECOND = env_int("PAYMENTS_PROVIDER_WRITES_PER_SECOND", 20)
-if PAYMENTS_PROVIDER_WRITES_PER_SECOND < 0:
-    raise ImproperlyConfigured("PAYMENTS_PROVIDER_WRITES_PER_SECOND must be 0 or more")
-# The payments a check task reads one after the other: the reconciliation hands out the due
-# ones in tasks of this many, which the provider-reads workers run side by side.
-PAYMENTS_CHECKS_PER_TASK = env_int("PAYMENTS_CHECKS_PER_TASK", 25)
-if (
-    PAYMENTS_CHECKS_PER_TASK < 1
-    or PAYMENTS_PROVIDER_READS_PER_MINUTE < 1
-    or PAYMENTS_RECONCILE_EVERY < 1
-):
-    raise ImproperlyConfigured(
-        "PAYMENTS_CHECKS_PER_TASK, PAYMENTS_PROVIDER_READS_PER_MINUTE and "
-        "PAYMENTS_RECONCILE_EVERY must be at least 1"
-    )
-# How often beat queues again the creates waiting to be sent with no task on its way (seconds):
-# an attempt stored while the broker was down is sent within this long of its coming back.
-PAYMENTS_SEND_SWEEP_EVERY = env_int("PAYMENTS_SEND_SWEEP_EVERY", 30)
-SHOP_ORDERS_SYNC_EVERY = env_int("SHOP_ORDERS_SYNC_EVERY", 60)
-# How often beat reads the provider's payment methods catalogue into the shop's stored copy (the
-# pages read only that), and calls the provider to stamp its health for /healthz/deps, which
-# reports it degraded once no successful check is newer than three intervals.
-PAYMENTS_METHODS_REFRESH_EVERY = env_int("PAYMENTS_METHODS_REFRESH_EVERY", 300)
-PAYMENTS_PROVIDER_CHECK_EVERY = env_int("PAYMENTS_PROVIDER_CHECK_EVERY", 60)
-if PAYMENTS_METHODS_REFRESH_EVERY < 1 or PAYMENTS_PROVIDER_CHECK_EVERY < 1:
-    raise ImproperlyConfigured(
-        "PAYMENTS_METHODS_REFRESH_EVERY and PAYMENTS_PROVIDER_CHECK_EVERY must be at least 1"
-    )
-# The admin's lists count at most this many rows (beyond, they say "more than ..."): a count
-# over a year of orders would cost more than the page itself.
-ADMIN_LIST_COUNT_LIMIT = env_int("ADMIN_LIST_COUNT_LIMIT", 1000)
-if ADMIN_LIST_COUNT_LIMIT < 1:
-    raise ImproperlyConfigured("ADMIN_LIST_COUNT_LIMIT must be at least 1")
-# How long an order holds its items for its payment (minutes); not paid or authorized by then, it
-# expires and they go back to stock: at once when a page reads the stock, else by beat every
-# SHOP_RESERVATIONS_SWEEP_EVERY seconds.
-SHOP_RESERVATION_MINUTES = env_int("SHOP_RESERVATION_MINUTES", 30)
-SHOP_RESERVATIONS_SWEEP_EVERY = env_int("SHOP_RESERVATIONS_SWEEP_EVERY", 60)
-if SHOP_RESERVATION_MINUTES < 1 or SHOP_RESERVATIONS_SWEEP_EVERY < 1:
-    raise ImproperlyConfigured(
-        "SHOP_RESERVATION_MINUTES and SHOP_RESERVATIONS_SWEEP_EVERY must be at least 1"
-    )
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
-    "webhooks-relay": {
-        "task": "webhooks.tasks.webhook_relay_task",
-        "schedule": float(WEBHOOKS_RELAY_EVERY),
-        "options": {"expires": WEBHOOKS_RELAY_EVERY * 0.9},
-    },
-    "payments-reconcile": {
-        "task": "payments.tasks.payments_reconcile_task",
-        "schedule": float(PAYMENTS_RECONCILE_EVERY),
-        "options": {"expires": PAYMENTS_RECONCILE_EVERY * 0.9},
-    },
-    # Payments written without a read schedule (by the release before it) get theirs, in
-    # batches (payments.rereading.rules.schedule_unscheduled).
-    "payments-schedule": {
-        "task": "payments.tasks.payments_schedule_task",
-        "schedule": 300.0,
-        "options": {"expires": 270.0},
-    },
-    "payments-send-waiting": {
-        "task": "payments.tasks.payments_send_waiting_task",
-        "schedule": float(PAYMENTS_SEND_SWEEP_EVERY),
-        "options": {"expires": PAYMENTS_SEND_SWEEP_EVERY * 0.9},
-    },
-    "orders-follow-payments": {
-        "task": "checkout.tasks.orders_follow_payments_task",
-        "schedule": float(SHOP_ORDERS_SYNC_EVERY),
-        "options": {"expires": SHOP_ORDERS_SYNC_EVERY * 0.9},
-    },
-    "reservations-expire": {
-        "task": "checkout.tasks.reservations_expire_task",
-        "schedule": float(SHOP_RESERVATIONS_SWEEP_EVERY),
-        "options": {"expires": SHOP_RESERVATIONS_SWEEP_EVERY * 0.9},
-    },
-    "authorizations-watch": {
-        "task": "payments.tasks.authorizations_watch_task",
-        "schedule": 3600.0,
-        "options": {"expires": 3000},
-    },
-    "payment-methods-refresh": {
-        "task": "payments.tasks.payment_methods_refresh_task",
-        "schedule": float(PAYMENTS_METHODS_REFRESH_EVERY),
-        "options": {"expires": PAYMENTS_METHODS_REFRESH_EVERY * 0.9},
-    },
-    "provider-check": {
-        "task": "payments.tasks.provider_check_task",
-        "schedule": float(PAYMENTS_PROVIDER_CHECK_EVERY),
-        "options": {"expires": PAYMENTS_PROVIDER_CHECK_EVERY * 0.9},
-    },
+# The heartbeat task (monitoring.heartbeats), which no app's tasks module holds.
+CELERY_INCLUDE = ["monitoring.heartbeats"]
+
+# --- What beat runs ---------------------------------------------------------------------------
+# One row a schedule: its name, the task (by its pinned name), every how many seconds, and how
+# long a run not yet started is still worth starting (`expires`, seconds; None: nine tenths of
+# the interval), so that a backlog never piles up. The second table's tasks go to every queue,
+# rather than where their route sends them.
+_BEAT: tuple[tuple[str, str, float, float | None], ...] = (
+    ("webhooks-relay", "webhooks.tasks.webhook_relay_task", WEBHOOKS_RELAY_EVERY, None),
+    (
+        "payments-reconcile",
+        "payments.tasks.payments_reconcile_task",
+        PAYMENTS_RECONCILE_EVERY,
+        None,
+    ),
+    # Payments written without a read schedule (by the release before it) get theirs, in batches
+    # (payments.rereading.rules.schedule_unscheduled).
+    ("payments-schedule", "payments.tasks.payments_schedule_task", 300, None),
+    # The creates waiting to be sent with no task on its way (stored while the broker was down):
+    # each is sent within PAYMENTS_SEND_SWEEP_EVERY of the broker's coming back.
+    (
+        "payments-send-waiting",
+        "payments.tasks.payments_send_waiting_task",
+        PAYMENTS_SEND_SWEEP_EVERY,
+        None,
+    ),
+    (
+        "orders-follow-payments",
+        "checkout.tasks.orders_follow_payments_task",
+        SHOP_ORDERS_SYNC_EVERY,
+        None,
+    ),
+    # Orders whose reservation is over expire and give their items back (a page that shows the
+    # stock does it at once for its products).
+    ("reservations-expire", "checkout.tasks.reservations_expire_task", 60, None),
+    ("authorizations-watch", "payments.tasks.authorizations_watch_task", 3600, 3000),
+    # The provider's payment methods catalogue read into the copy the pages show.
+    ("payment-methods-refresh", "payments.tasks.payment_methods_refresh_task", 300, None),
+    # One provider call, whose outcome /healthz/deps reports (degraded past three intervals).
+    ("provider-check", "payments.tasks.provider_check_task", PAYMENTS_PROVIDER_CHECK_EVERY, None),
     # Staff actions whose task was lost (the broker was down, a worker died) are queued again.
-    "staff-actions-requeue": {
-        "task": "payments.tasks.staff_actions_requeue_task",
-        "schedule": 60.0,
-        "options": {"expires": 54},
-    },
-    # Mails whose send task was lost are queued again (checkout.services.mail).
-    "order-mails-sweep": {
-        "task": "checkout.tasks.order_mails_sweep_task",
-        "schedule": 300.0,
-        "options": {"expires": 270},
-    },
-    # Retention (docs/deployment.md, "Retention"): what is not a financial record is pruned
-    # after a set time, in small batches, each run within a budget the next run continues from.
-    "webhooks-prune": {
-        "task": "webhooks.tasks.webhooks_prune_task",
-        "schedule": 3600.0,
-        "options": {"expires": 3000},
-    },
-    "mails-prune": {
-        "task": "checkout.tasks.mails_prune_task",
-        "schedule": 3600.0,
-        "options": {"expires": 3000},
-    },
-    "sessions-prune": {
-        "task": "checkout.tasks.sessions_prune_task",
-        "schedule": 86400.0,
-        "options": {"expires": 82800},
+    ("staff-actions-requeue", "payments.tasks.staff_actions_requeue_task", 60, None),
+    # Mails whose send task was lost are queued again.
+    ("order-mails-sweep", "checkout.tasks.order_mails_sweep_task", 300, None),
+    # Retention (docs/deployment.md, "Retention"): what is not a financial record is pruned after
+    # a set time, in small batches, each run within a budget the next run continues from.
+    ("webhooks-prune", "webhooks.tasks.webhooks_prune_task", 3600, 3000),
+    ("mails-prune", "checkout.tasks.mails_prune_task", 3600, 3000),
+    ("sessions-prune", "checkout.tasks.sessions_prune_task", 86400, 82800),
+)
+# The heartbeat on each queue (monitoring.heartbeats), which the workers of that queue answer.
+_BEAT_ON_EVERY_QUEUE: tuple[tuple[str, str, float, float | None], ...] = (
+    ("metrics-heartbeat", "config.heartbeats.heartbeat_task", METRICS_HEARTBEAT_EVERY, 600),
+)
+
+
+def _beat_run(task: str, every: float, expires: float | None, queue: str = "") -> dict[str, object]:
+    options: dict[str, object] = {"queue": queue} if queue else {}
+    options["expires"] = every * 0.9 if expires is None else expires
+    return {"task": task, "schedule": float(every), "options": options}
+
+
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    **{name: _beat_run(task, every, expires) for name, task, every, expires in _BEAT},
+    **{
+        f"{name}-{queue}": _beat_run(task, every, expires, queue)
+        for name, task, every, expires in _BEAT_ON_EVERY_QUEUE
+        for queue in CELERY_TASK_QUEUES
     },
 }
-# Retention: the sent mails' text (subject and plain-text body, shown to staff on the order) is
-# blanked this many days after it was sent; the mail's row (kind, event, amounts, dates) stays.
-SHOP_MAIL_KEEP_DAYS = env_int("SHOP_MAIL_KEEP_DAYS", 90)
-# Each pruning statement deletes or blanks at most this many rows (a short lock, a short
-# transaction), and a run stops after this many rows or seconds: the next run goes on.
-SHOP_RETENTION_BATCH_SIZE = env_int("SHOP_RETENTION_BATCH_SIZE", 1000)
-SHOP_RETENTION_RUN_ROWS = env_int("SHOP_RETENTION_RUN_ROWS", 100_000)
-SHOP_RETENTION_RUN_SECONDS = env_int("SHOP_RETENTION_RUN_SECONDS", 60)
-if min(SHOP_MAIL_KEEP_DAYS, SHOP_RETENTION_BATCH_SIZE, SHOP_RETENTION_RUN_ROWS) < 1:
-    raise ImproperlyConfigured(
-        "SHOP_MAIL_KEEP_DAYS, SHOP_RETENTION_BATCH_SIZE and SHOP_RETENTION_RUN_ROWS must be at "
-        "least 1"
-    )
-if SHOP_RETENTION_RUN_SECONDS < 0:
-    raise ImproperlyConfigured("SHOP_RETENTION_RUN_SECONDS must be 0 or more")

@@ -1,4 +1,4 @@
-"""The log handler's redaction (config/logging.py): secrets and card numbers never reach a log
+"""The log handler's redaction (config/logging/): secrets and card numbers never reach a log
 line; log lines are JSON objects in production, text in the demo, as the settings say."""
 
 from __future__ import annotations

@@ -3,16 +3,12 @@ settings refuse to start without what they need (config/settings/production.py).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.paths import ROOT
-from tests.helpers.settings import production_env, run
+from tests.helpers.settings import production_env, run, settings_under
 
 
 def test_the_deploy_check_reports_no_issue(tmp_path: Path) -> None:
@@ -24,55 +20,6 @@ def test_the_deploy_check_reports_no_issue(tmp_path: Path) -> None:
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues (0 silenced)." in result.stdout
-
-
-# Loads the production settings once for each environment given (a JSON object of named
-# environments on stdin), in one process, and prints what each gave: some settings, or the error.
-SETTINGS_UNDER = """
-import importlib, json, os, sys
-import config.settings as package
-results = {}
-for name, env in json.load(sys.stdin).items():
-    os.environ.clear()
-    os.environ.update(env)
-    # read the environment again: every part of the settings
-    for module in ("production", "base", "observability", "shop", "queues", "framework"):
-        sys.modules.pop(f"config.settings.{module}", None)
-        vars(package).pop(module, None)
-    try:
-        found = importlib.import_module("config.settings.production")
-    except Exception as exc:
-        results[name] = {"error": f"{type(exc).__name__}: {exc}"}
-        continue
-    results[name] = {
-        "error": None,
-        "debug": found.DEBUG,
-        "engine": found.DATABASES["default"]["ENGINE"],
-        "broker": found.CELERY_BROKER_URL,
-        "hosts": found.ALLOWED_HOSTS,
-        "origins": found.CSRF_TRUSTED_ORIGINS,
-        "proxy": found.SECURE_PROXY_SSL_HEADER,
-        "static": found.STORAGES["staticfiles"]["BACKEND"],
-        "log_format": found.LOGGING["formatters"]["console"]["log_format"],
-        "middleware": found.MIDDLEWARE[0],
-        "silenced": found.SILENCED_SYSTEM_CHECKS,
-    }
-print(json.dumps(results))
-"""
-
-
-def settings_under(envs: dict[str, dict[str, str]]) -> dict[str, dict[str, Any]]:
-    """The production settings (or the error) under each named environment."""
-    result = subprocess.run(
-        [sys.executable, "-c", SETTINGS_UNDER],
-        cwd=ROOT,
-        input=json.dumps(envs),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_production_settings_come_from_the_environment(tmp_path: Path) -> None:

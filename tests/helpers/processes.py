@@ -77,7 +77,7 @@ class WorkerProcess:
 
 
 # Every process's settings, made short so that the test converges in a few minutes: each is
-# documented in docs/deployment.md, and the same guarantee holds with the defaults, only slower.
+# documented in docs/settings.md, and the same guarantee holds with the defaults, only slower.
 FAST = {
     "PAYMENTS_CONNECT_TIMEOUT": "1",
     "PAYMENTS_READ_TIMEOUT": "3",

@@ -119,3 +119,53 @@ def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
     return subprocess.run(
         [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
+
+
+# Loads the production settings once for each environment given (a JSON object of named
+# environments on stdin), in one process, and prints what each gave: some settings, or the error.
+SETTINGS_UNDER = """
+import importlib, json, os, sys
+import config.settings as package
+results = {}
+for name, env in json.load(sys.stdin).items():
+    os.environ.clear()
+    os.environ.update(env)
+    # read the environment again: every part of the settings (its readers may stay)
+    for module in [m for m in sys.modules if m.startswith("config.settings.")]:
+        if module != "config.settings.env":
+            sys.modules.pop(module)
+            vars(package).pop(module.rsplit(".", 1)[-1], None)
+    try:
+        found = importlib.import_module("config.settings.production")
+    except Exception as exc:
+        results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        continue
+    results[name] = {
+        "error": None,
+        "debug": found.DEBUG,
+        "engine": found.DATABASES["default"]["ENGINE"],
+        "broker": found.CELERY_BROKER_URL,
+        "hosts": found.ALLOWED_HOSTS,
+        "origins": found.CSRF_TRUSTED_ORIGINS,
+        "proxy": found.SECURE_PROXY_SSL_HEADER,
+        "static": found.STORAGES["staticfiles"]["BACKEND"],
+        "log_format": found.LOGGING["formatters"]["console"]["log_format"],
+        "middleware": found.MIDDLEWARE[0],
+        "silenced": found.SILENCED_SYSTEM_CHECKS,
+    }
+print(json.dumps(results))
+"""
+
+
+def settings_under(envs: dict[str, dict[str, str]]) -> dict[str, dict[str, Any]]:
+    """The production settings (or the error) under each named environment."""
+    result = subprocess.run(
+        [sys.executable, "-c", SETTINGS_UNDER],
+        cwd=ROOT,
+        input=json.dumps(envs),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
