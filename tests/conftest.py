@@ -53,6 +53,24 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProcess
         drop_sandbox_database(database_url)
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> None:
+    """The test database, created by pytest-django, commits without waiting for its WAL to reach
+    the disk: durability is worth nothing to a database thrown away when the run ends (the
+    embedded PostgreSQL of `make test` runs with fsync off for the same reason), and a machine's
+    own PostgreSQL (CI's) otherwise spends most of a transactional test flushing. Every
+    connection opened from now on (the live servers', the workers', the processes') has it."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock():
+        name = connection.settings_dict["NAME"]
+        with connection.cursor() as cursor:
+            cursor.execute(f'ALTER DATABASE "{name}" SET synchronous_commit TO off')
+            cursor.execute("SET synchronous_commit TO off")
+
+
 @pytest.fixture
 def api(sandbox: SandboxProcess) -> Iterator[Api]:
     """The API of a freshly reset sandbox."""
@@ -195,6 +213,13 @@ def celery_app() -> Any:
     from config.celery import app
 
     app.loader.import_default_modules()  # every task registered, as on a worker
+    if app.conf.broker_url.startswith("redis://"):
+        # The test's worker stops within a tenth of a second, not the second its wait for a
+        # task (BRPOP) lasts by default: one is started and stopped for every test that has one.
+        app.conf.broker_transport_options = {
+            **(app.conf.broker_transport_options or {}),
+            "polling_interval": 0.1,
+        }
     return app
 
 
