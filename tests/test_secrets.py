@@ -56,8 +56,8 @@ from tests.helpers.provider import (
 from tests.helpers.servers import free_port
 from tests.helpers.shop import CUSTOMER, fill_catalogue
 from tests.helpers.staff import sign_in_staff
+from webhooks.calls import webhook_process
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.processing import webhook_process
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 

@@ -48,7 +48,7 @@ from tests.webhooks.helpers import (
     order_status,
 )
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.services import webhook_events_retry
+from webhooks.rules import webhook_events_retry
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
 
