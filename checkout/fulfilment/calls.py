@@ -1,10 +1,10 @@
-"""What staff do with an order, done (by the staff actions' task, `services.order_actions`):
+"""What staff do with an order, done by the staff actions' task (`checkout.fulfilment.actions`):
 ship it (which captures a held payment, in full or for the items shipped), cancel it, refund it,
-read its payments again. The checks come first (`checkout.services.fulfilment_rules`, which the
-admin uses before it asks); the money moves through the payments app's calls (which decide with
-the provider's answer and keep the payment's ledger); the order keeps its own ledger of who
-shipped, cancelled or put back what. No lock is held over a call to the provider: the order is
-read, the provider called, and the order written after.
+read its payments again. The checks come first (`checkout.fulfilment.rules`, which the admin
+uses before it asks); the money moves through the payments app's calls (which decide with the
+provider's answer and keep the payment's ledger); the order keeps its own ledger of who shipped,
+cancelled or put back what. No lock is held over a call to the provider: the order is read, the
+provider called, and the order written after.
 
 A staff action passes the plan it checked when asked (its payment claimed then) and its
 idempotency key: a re-run of its task asks the provider the same thing again.
@@ -15,14 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
-from typing import Any
 
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from checkout.models import Fulfilment, Order, OrderEventKind, OrderItem, OrderStatus
-from checkout.selectors import order_payments
-from checkout.services.fulfilment_rules import (
+from checkout.fulfilment.rules import (
     CancelPlan,
     OrderActionRefused,
     Shipment,
@@ -31,8 +28,11 @@ from checkout.services.fulfilment_rules import (
     refund_payment,
     ship_plan,
 )
-from checkout.services.mail import queue_order_mails
-from checkout.services.stock import order_restock_unshipped, record, restock
+from checkout.mails.rules import queue_order_mails
+from checkout.models import Fulfilment, Order, OrderEventKind, OrderItem, OrderStatus
+from checkout.orders.selectors import order_payments
+from checkout.records import Actor, order_event_record
+from checkout.stock.rules import order_restock_unshipped, restock
 from checkout.templatetags.shop import mxn
 from checkout.words import shipment_message
 from core.errors import TryLater
@@ -41,13 +41,11 @@ from payments.models import Payment, Refund
 from payments.provider.errors import PaymentError
 from payments.rereading.calls import payment_refresh
 
-Actor = Any  # the staff user, kept in the ledgers
-
 
 @contextmanager
 def _provider_refusals() -> Iterator[None]:
     """A refusal of the payments app (its message is readable) refuses the order's action; a
-    provider asking to slow down does not (the action runs again: staff_actions.services)."""
+    provider asking to slow down does not (the action runs again: `staff_actions.services`)."""
     try:
         yield
     except TryLater:
@@ -103,7 +101,9 @@ def _record_shipment(
             item.quantity_shipped += chosen[item.pk]
             item.save(update_fields=["quantity_shipped"])
             shipped.append(f"{chosen[item.pk]} × {item.name}")
-        record(locked, OrderEventKind.SHIPPED, shipment_message(shipped, charged, released), actor)
+        order_event_record(
+            locked, OrderEventKind.SHIPPED, shipment_message(shipped, charged, released), actor
+        )
         # A shipment of a charged order moves no payment (no sync follows): its mail is due now.
         queue_order_mails(locked, order_locked=True)
     if released:  # the hold is gone: what was not shipped will not be
@@ -150,7 +150,7 @@ def order_cancel(
         if payment is None:  # no money to give back: no payment will move the order
             locked.status = OrderStatus.CANCELLED
         locked.save(update_fields=["fulfilment", "status", "updated_at"])
-        record(locked, OrderEventKind.CANCELLED, "", actor)
+        order_event_record(locked, OrderEventKind.CANCELLED, "", actor)
         # With no payment to move it, no sync follows.
         queue_order_mails(locked, order_locked=True)
     order_restock_unshipped(locked, actor)
@@ -181,7 +181,7 @@ def order_refund(
             idempotency_key=idempotency_key,
             claimed=claimed,
         )
-    record(order, OrderEventKind.REFUNDED, f"{mxn(amount)} {reason}".strip(), actor)
+    order_event_record(order, OrderEventKind.REFUNDED, f"{mxn(amount)} {reason}".strip(), actor)
     restock(order, {pk: count for pk, count in returned.items() if count > 0}, actor)
     return refund
 
@@ -195,5 +195,5 @@ def order_refresh(*, order_id: int, actor: Actor) -> int:
             if payment.provider_id:
                 payment_refresh(payment=payment, actor=actor)
                 read += 1
-    record(order, OrderEventKind.REFRESHED, "", actor)
+    order_event_record(order, OrderEventKind.REFRESHED, "", actor)
     return read

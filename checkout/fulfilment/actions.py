@@ -1,6 +1,6 @@
 """The order page's staff actions, declared (`KINDS`, registered by `CheckoutConfig.ready`), and
 what each does when its task runs (`staff_actions`): the work of
-`checkout.services.fulfilment` with the plan checked when the staff member asked and the
+`checkout.fulfilment.calls` with the plan checked when the staff member asked and the
 action's idempotency key, and what staff read afterwards (in their language)."""
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from decimal import Decimal
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from checkout.models import Order, OrderEvent, OrderEventKind
-from checkout.services.fulfilment import order_cancel, order_refresh, order_refund, order_ship
-from checkout.services.fulfilment_rules import (
+from checkout.fulfilment.calls import order_cancel, order_refresh, order_refund, order_ship
+from checkout.fulfilment.rules import (
     CANCEL,
     REFRESH,
     REFUND,
@@ -22,6 +21,7 @@ from checkout.services.fulfilment_rules import (
     Shipment,
     ShipPlan,
 )
+from checkout.models import Order, OrderEvent, OrderEventKind
 from checkout.templatetags.shop import mxn
 from payments.actions.rules import release_claimed
 from staff_actions.kinds import ActionKind, Outcome
