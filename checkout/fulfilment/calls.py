@@ -1,13 +1,16 @@
-"""What staff do with an order, done by the staff actions' task (`checkout.fulfilment.actions`):
-ship it (which captures a held payment, in full or for the items shipped), cancel it, refund it,
-read its payments again. The checks come first (`checkout.fulfilment.rules`, which the admin
-uses before it asks); the money moves through the payments app's calls (which decide with the
-provider's answer and keep the payment's ledger); the order keeps its own ledger of who shipped,
-cancelled or put back what. No lock is held over a call to the provider: the order is read, the
-provider called, and the order written after.
+"""What staff do with an order, done by the staff actions' task: ship it (which captures a held
+payment, in full or for the items shipped), cancel it, refund it, read its payments again. The
+checks come first (`checkout.fulfilment.rules`, which the admin uses before it asks); the money
+moves through the payments app's calls (which decide with the provider's answer and keep the
+payment's ledger); the order keeps its own ledger of who shipped, cancelled or put back what. No
+lock is held over a call to the provider: the order is read, the provider called, and the order
+written after.
 
-A staff action passes the plan it checked when asked (its payment claimed then) and its
-idempotency key: a re-run of its task asks the provider the same thing again.
+The order page's staff actions are declared here (`KINDS`, registered by `CheckoutConfig.ready`)
+with what each does when its task runs (`staff_actions`: `kind_named(...).run`): the work above
+with the plan checked when the staff member asked (its payment claimed then) and the action's
+idempotency key, so that a re-run of its task asks the provider the same thing again; and what
+staff read afterwards (in their language).
 """
 
 from __future__ import annotations
@@ -18,8 +21,13 @@ from decimal import Decimal
 
 from django.db import transaction
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from checkout.fulfilment.rules import (
+    CANCEL,
+    REFRESH,
+    REFUND,
+    SHIP,
     CancelPlan,
     OrderActionRefused,
     Shipment,
@@ -29,7 +37,7 @@ from checkout.fulfilment.rules import (
     ship_plan,
 )
 from checkout.mails.rules import queue_order_mails
-from checkout.models import Fulfilment, Order, OrderEventKind, OrderItem, OrderStatus
+from checkout.models import Fulfilment, Order, OrderEvent, OrderEventKind, OrderItem, OrderStatus
 from checkout.orders.selectors import order_payments
 from checkout.records import Actor, order_event_record
 from checkout.stock.rules import order_restock_unshipped, restock
@@ -37,9 +45,12 @@ from checkout.templatetags.shop import mxn
 from checkout.words import shipment_message
 from core.errors import TryLater
 from payments.actions.calls import payment_cancel, payment_capture, payment_refund
+from payments.actions.rules import release_claimed
 from payments.models import Payment, Refund
 from payments.provider.errors import PaymentError
 from payments.rereading.calls import payment_refresh
+from staff_actions.kinds import ActionKind, Outcome
+from staff_actions.models import StaffAction
 
 
 @contextmanager
@@ -197,3 +208,130 @@ def order_refresh(*, order_id: int, actor: Actor) -> int:
                 read += 1
     order_event_record(order, OrderEventKind.REFRESHED, "", actor)
     return read
+
+
+# --- The order page's staff actions: what each does when its task runs ---------------------
+
+
+def _shipped_said(order: Order, shipment: Shipment) -> str:
+    if shipment.charged:
+        return _(
+            "%(reference)s shipped: %(charged)s charged, %(released)s of the hold released."
+        ) % {
+            "reference": order.reference,
+            "charged": mxn(shipment.charged),
+            "released": mxn(shipment.released),
+        }
+    return _("%(reference)s shipped.") % {"reference": order.reference}
+
+
+def _action_order(action: StaffAction) -> Order:
+    return Order.objects.prefetch_related("items").get(pk=action.target_id)
+
+
+def _recorded(order: Order, kind: str, action: StaffAction) -> bool:
+    """A run before this one did the order's part already (its worker died after)."""
+    return (
+        action.runs > 1
+        and OrderEvent.objects.filter(
+            order=order, kind=kind, created_at__gte=action.created_at
+        ).exists()
+    )
+
+
+def _refused(order: Order, error: OrderActionRefused) -> Outcome:
+    return Outcome(f"{order.reference}: {error.message}", ok=False)
+
+
+def ship_run(action: StaffAction) -> Outcome:
+    order = _action_order(action)
+    assert action.payment is not None, action
+    capture = Decimal(str(action.params["capture"]))
+    plan = ShipPlan(
+        chosen={int(pk): int(count) for pk, count in action.params["quantities"].items()},
+        payment=action.payment,
+        capture=capture,
+    )
+    if _recorded(order, OrderEventKind.SHIPPED, action):
+        released = action.payment.amount - capture if capture else Decimal("0.00")
+        shipment = Shipment(charged=capture, released=released, complete=True)
+    else:
+        try:
+            shipment = order_ship(
+                order_id=order.pk,
+                quantities=None,
+                actor=action.actor,
+                plan=plan,
+                idempotency_key=action.idempotency_key,
+            )
+        except OrderActionRefused as exc:
+            return _refused(order, exc)
+    said = _shipped_said(order, shipment)
+    return Outcome(said, log=said)
+
+
+def cancel_run(action: StaffAction) -> Outcome:
+    order = _action_order(action)
+    plan = CancelPlan(
+        payment=action.payment,
+        how=str(action.params.get("how", "")),
+        amount=Decimal(str(action.params.get("amount", "0"))),
+    )
+    if not _recorded(order, OrderEventKind.CANCELLED, action):
+        try:
+            order_cancel(
+                order_id=order.pk,
+                actor=action.actor,
+                plan=plan,
+                idempotency_key=action.idempotency_key,
+            )
+        except OrderActionRefused as exc:
+            return _refused(order, exc)
+    said = _("%(reference)s cancelled; its items are back in stock.") % {
+        "reference": order.reference
+    }
+    return Outcome(said, log=said)
+
+
+def refund_run(action: StaffAction) -> Outcome:
+    order = _action_order(action)
+    amount = Decimal(str(action.params["amount"]))
+    if not _recorded(order, OrderEventKind.REFUNDED, action):
+        try:
+            order_refund(
+                order_id=order.pk,
+                amount=amount,
+                reason=str(action.params.get("reason", "")),
+                returned={int(pk): int(n) for pk, n in action.params.get("returned", {}).items()},
+                actor=action.actor,
+                payment=action.payment,
+                idempotency_key=action.idempotency_key,
+            )
+        except OrderActionRefused as exc:
+            return _refused(order, exc)
+    said = _("%(reference)s: %(amount)s refunded.") % {
+        "reference": order.reference,
+        "amount": mxn(amount),
+    }
+    return Outcome(said, log=said)
+
+
+def refresh_run(action: StaffAction) -> Outcome:
+    order = _action_order(action)
+    try:
+        count = order_refresh(order_id=order.pk, actor=action.actor)
+    except OrderActionRefused as exc:
+        return _refused(order, exc)
+    said = _("%(reference)s: %(count)d payments read from the provider.") % {
+        "reference": order.reference,
+        "count": count,
+    }
+    return Outcome(said, log=said)
+
+
+KINDS = (
+    ActionKind(SHIP, gettext_lazy("shipment"), ship_run, release=release_claimed),
+    ActionKind(CANCEL, gettext_lazy("order cancellation"), cancel_run, release=release_claimed),
+    ActionKind(REFUND, gettext_lazy("refund"), refund_run, release=release_claimed),
+    ActionKind(REFRESH, gettext_lazy("refresh"), refresh_run, reads=True, release=release_claimed),
+)

@@ -31,7 +31,7 @@ class Shipment:
     complete: bool  # nothing is left to ship
 
 
-# The order actions' kinds (`checkout.fulfilment.actions` runs them).
+# The order actions' kinds (`checkout.fulfilment.calls` runs them).
 SHIP = "checkout.ship"
 CANCEL = "checkout.cancel"
 REFUND = "checkout.refund"
