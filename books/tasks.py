@@ -3,8 +3,8 @@ accountant's exports. Thin: an id in, one service."""
 
 from __future__ import annotations
 
+from books.calls import factura_mail_deliver
 from books.exports import books_export_run
-from books.mail import factura_mail_deliver
 from books.rules import factura_refund_check
 from core.task_queue import MAIL, RECORD_SYNC, shop_task
 
