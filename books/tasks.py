@@ -1,5 +1,5 @@
 """books' tasks: the buyer's factura mail, the credit-note check after a refund, and the
-accountant's exports. Thin: an id in, one service."""
+accountant's exports. Thin: an id in, one function."""
 
 from __future__ import annotations
 

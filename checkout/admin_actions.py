@@ -3,7 +3,7 @@ orders from the list. Each is declared here (`ORDER_ACTIONS`) and served by the 
 flow (`staff_actions.admin`): it asks for confirmation on its own page, checks the staff member's
 permission (a readable refusal on the admin's own page otherwise) and what the order allows
 (`checkout.fulfilment.rules`), then is asked of a task (the page says it is in
-progress, then what happened); the services keep the ledgers."""
+progress, then what happened); `checkout.fulfilment.calls` keeps the ledgers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The payment page's JSON calls: one payment attempt, and where the latest attempt stands.
-Thin: parse, count, call one service, answer."""
+Thin: parse, count, call one rule, answer."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ def reservations_expire_task() -> int:
 # --- Mails to the shopper ---------------------------------------------------------------------
 
 
-# Named when the service was `order_mail_send`: the running release queues by this name.
+# Named when `order_mail_deliver` was `order_mail_send`: the running release queues by this name.
 @shop_task("checkout.tasks.order_mail_send_task", retry=MAIL.on(Exception))
 def order_mail_deliver_task(mail_id: int) -> bool:
     """Send one of the order's mails, once (a redelivery or a second task finds it sent); a

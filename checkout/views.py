@@ -1,4 +1,4 @@
-"""The shopper's pages. Views are thin: parse, call one service, render (the payment page's
+"""The shopper's pages. Views are thin: parse, call one rule, render (the payment page's
 JSON calls are in `checkout.api`)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Thin, idempotent tasks: they take a payment id and call a service."""
+"""Thin, idempotent tasks: they take a payment id and call one function of `webhooks.calls` or
+`webhooks.rules`."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ def _accepted(payments: dict[int, Payment], events: list[PaymentEvent]) -> dict[
     for payment in payments.values():
         if payment.pk not in accepted and payment.status in ACCEPTED:
             # Taken or held with no entry in its ledger saying so (written without the payments
-            # app's services): when it was last changed stands for the moment.
+            # app's rules and calls): when it was last changed stands for the moment.
             automatic = payment.capture_method == CaptureMethod.AUTOMATIC
             accepted[payment.pk] = PaymentEvent(
                 payment=payment,
