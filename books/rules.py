@@ -1,6 +1,6 @@
 """The books' rules (no network): when a buyer may ask for a factura, keeping and correcting
 the request, staff starting on it and registering the CFDI their PAC issued, and the credit
-note a refund after the invoice calls for. Each service is one transaction; the order's
+note a refund after the invoice calls for. Each rule is one transaction; the order's
 ledger says what happened."""
 
 from __future__ import annotations

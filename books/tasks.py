@@ -1,10 +1,10 @@
 """books' tasks: the buyer's factura mail, the credit-note check after a refund, and the
-accountant's exports. Thin: an id in, one service."""
+accountant's exports. Thin: an id in, one function."""
 
 from __future__ import annotations
 
+from books.calls import factura_mail_deliver
 from books.exports import books_export_run
-from books.mail import factura_mail_deliver
 from books.rules import factura_refund_check
 from core.task_queue import MAIL, RECORD_SYNC, shop_task
 

@@ -1,5 +1,5 @@
 """The buyer's factura pages, under the order's signed link: ask for it (or correct it), and
-download what was issued. Thin: the form, one service, the page."""
+download what was issued. Thin: the form, one rule, the page."""
 
 from __future__ import annotations
 

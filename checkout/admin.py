@@ -14,14 +14,14 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from checkout.admin_actions import OrderActionsMixin, available_actions
+from checkout.mails.selectors import unsent_for
 from checkout.models import TO_SHIP, Order, OrderItem, OrderMail, Product
-from checkout.selectors import (
+from checkout.orders.selectors import (
     order_ledger,
     order_payments,
     with_charged,
     with_installment_plan,
 )
-from checkout.services.mail import unsent_for
 from checkout.templatetags.shop import mxn
 from checkout.words import interest_free_text
 from core.admin_lists import (
@@ -107,7 +107,7 @@ class OrderMailInline(admin.TabularInline):
     @admin.display(description=_("message"))
     def text_sent(self, obj: OrderMail) -> str:
         """What the customer was told (its subject, and the text under it), while it is kept
-        (SHOP_MAIL_KEEP_DAYS after sending: checkout.services.retention)."""
+        (SHOP_MAIL_KEEP_DAYS after sending: checkout.retention.rules)."""
         if obj.body:
             return format_html(
                 '<details><summary>{}</summary><div style="white-space: pre-wrap; '

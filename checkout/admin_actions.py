@@ -2,8 +2,8 @@
 orders from the list. Each is declared here (`ORDER_ACTIONS`) and served by the one staff-action
 flow (`staff_actions.admin`): it asks for confirmation on its own page, checks the staff member's
 permission (a readable refusal on the admin's own page otherwise) and what the order allows
-(`checkout.services.fulfilment_rules`), then is asked of a task (the page says it is in
-progress, then what happened); the services keep the ledgers."""
+(`checkout.fulfilment.rules`), then is asked of a task (the page says it is in
+progress, then what happened); `checkout.fulfilment.calls` keeps the ledgers."""
 
 from __future__ import annotations
 
@@ -20,9 +20,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from checkout.admin_forms import RefundForm, ShipForm
-from checkout.models import Order
-from checkout.selectors import order_payments
-from checkout.services.fulfilment_rules import (
+from checkout.fulfilment.rules import (
     CANCEL,
     REFRESH,
     REFUND,
@@ -33,6 +31,8 @@ from checkout.services.fulfilment_rules import (
     refund_asked,
     ship_asked,
 )
+from checkout.models import Order
+from checkout.orders.selectors import order_payments
 from checkout.templatetags.shop import mxn
 from payments.models import PaymentStatus
 from staff_actions.admin import ActionPage, StaffActionsAdmin

@@ -1,5 +1,5 @@
 """The payment page's JSON calls: one payment attempt, and where the latest attempt stands.
-Thin: parse, count, call one service, answer."""
+Thin: parse, count, call one rule, answer."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ from checkout.limits import (
     status_checks_exceeded,
 )
 from checkout.models import Order
+from checkout.orders.rules import CheckoutError
 from checkout.ownership import own_order
+from checkout.paying.rules import PaymentOutcome, order_check_payment, order_pay
 from checkout.serializers import PaymentAttemptSerializer, PaymentOutcomeSerializer
-from checkout.services import CheckoutError, PaymentOutcome, order_check_payment, order_pay
 from core.api import (
     ERROR,
     Conflict,

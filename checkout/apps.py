@@ -8,7 +8,7 @@ class CheckoutConfig(AppConfig):
 
     def ready(self) -> None:
         from checkout import receivers  # noqa: F401  (connects the signal receivers)
-        from checkout.services.order_actions import KINDS
+        from checkout.fulfilment.calls import KINDS
         from staff_actions.kinds import register
 
         register(*KINDS)

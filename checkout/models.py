@@ -128,7 +128,7 @@ class Order(models.Model):
     currency = models.CharField(_("currency"), max_length=3, default="MXN")
     language = models.CharField(_("language"), max_length=8, default="es")
     # Its items are held for it until then (SHOP_RESERVATION_MINUTES); not paid or authorized
-    # by then, it expires and they go back to stock (checkout.services.reservations).
+    # by then, it expires and they go back to stock (checkout.reservations.rules).
     reserved_until = models.DateTimeField(_("items held until"), null=True, blank=True)
     created_at = models.DateTimeField(_("placed"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
@@ -271,7 +271,7 @@ class OrderMail(models.Model):
     created_at = models.DateTimeField(_("due since"), default=timezone.now)
     sent_at = models.DateTimeField(_("sent"), null=True, blank=True)
     # What the customer was told, as sent (the plain-text part), for staff: kept
-    # SHOP_MAIL_KEEP_DAYS after sending, then blanked (checkout.services.retention).
+    # SHOP_MAIL_KEEP_DAYS after sending, then blanked (checkout.retention.rules).
     # Database defaults: the release before these columns inserts mails without them.
     subject = models.CharField(_("subject"), max_length=255, blank=True, default="", db_default="")
     body = models.TextField(_("text"), blank=True, default="", db_default="")

@@ -1,5 +1,6 @@
-"""The names checkout's tasks are queued by (`core.task_queue`): the services never import
-`checkout.tasks`, which imports them, so the modules form no loop."""
+"""The names checkout's tasks are queued by (`core.task_queue`): the features' rules never import
+`checkout.tasks`, which imports them, so the modules form no loop. A task keeps its name when
+its code moves: the running release queues by it."""
 
 from __future__ import annotations
 

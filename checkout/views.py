@@ -1,4 +1,4 @@
-"""The shopper's pages. Views are thin: parse, call one service, render (the payment page's
+"""The shopper's pages. Views are thin: parse, call one rule, render (the payment page's
 JSON calls are in `checkout.api`)."""
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ from checkout.forms import CheckoutForm, MyOrdersForm, QuantityForm
 from checkout.installments import order_installments, plans_for
 from checkout.limits import order_creations_exceeded, order_lists_exceeded, status_checks_exceeded
 from checkout.models import Order, OrderStatus, Product
-from checkout.ownership import linked_order, own_order, remember_order
-from checkout.selectors import order_payments
-from checkout.services import (
+from checkout.orders.rules import (
     CheckoutError,
     cart_stock_check,
     order_as_paid_now,
     order_create_from_cart,
 )
-from checkout.services.payment_page import order_pending_challenge
-from checkout.services.reservations import late_payment, order_expire_if_over, reservations_expire
+from checkout.orders.selectors import order_payments
+from checkout.ownership import linked_order, own_order, remember_order
+from checkout.paying.rules import order_pending_challenge
+from checkout.reservations.rules import late_payment, order_expire_if_over, reservations_expire
 from checkout.task_names import ORDERS_LIST_MAIL_TASK
 from core.security import sdk_url
 from core.task_queue import send_now

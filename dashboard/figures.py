@@ -41,8 +41,8 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from checkout.admission import admission_figures, pace_kind, page_p95
+from checkout.mails.selectors import unsent_for
 from checkout.models import TO_SHIP, Order, OrderMail
-from checkout.services.mail import unsent_for
 from core.cache_redis import cache_redis_kept
 from payments.models import (
     AUTHORIZATION_VALIDITY,

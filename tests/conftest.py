@@ -126,7 +126,7 @@ def reservations_looked_at_anew() -> None:
     is not this test's: its pages look in the database first."""
     from django.core.cache import cache
 
-    from checkout.services.reservations import SOONEST_END
+    from checkout.reservations.rules import SOONEST_END
 
     try:
         cache.delete(SOONEST_END)

@@ -37,7 +37,7 @@ def test_the_import_rules_between_the_apps_hold() -> None:
     imports books, which reads only checkout, payments and the core; no app imports config;
     checkout uses payments' features (never its client or types, never webhooks); no rules
     module, admin or view reaches the provider's client; the sandbox and the shop import
-    nothing of each other; checkout's services queue its tasks by name."""
+    nothing of each other; checkout's and webhooks' features queue their tasks by name."""
     result = lint_imports(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "9 kept, 0 broken" in result.stdout
@@ -47,14 +47,19 @@ def test_the_import_rules_between_the_apps_hold() -> None:
     ("module", "line", "broken"),
     [
         (
-            "checkout/services/orders.py",
+            "checkout/orders/rules.py",
             "from payments.provider.client import get_client",
             "checkout is not allowed to import payments.provider.client",
         ),
         (
-            "checkout/services/mail.py",
+            "checkout/mails/rules.py",
             "from checkout import tasks",
-            "checkout.services is not allowed to import checkout.tasks",
+            "checkout.mails is not allowed to import checkout.tasks",
+        ),
+        (
+            "webhooks/rules.py",
+            "from webhooks import tasks",
+            "webhooks.rules is not allowed to import webhooks.tasks",
         ),
         (
             "payments/actions/rules.py",
@@ -96,8 +101,8 @@ def test_the_import_rules_between_the_apps_hold() -> None:
 def test_a_forbidden_import_breaks_the_rules(
     tmp_path: Path, module: str, line: str, broken: str
 ) -> None:
-    """A copy of the project where checkout imports the provider's client, or where its
-    services import its tasks, breaks a contract."""
+    """A copy of the project where checkout imports the provider's client, or where one of its
+    features imports its tasks, breaks a contract."""
     for name in PACKAGES:
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)

@@ -20,7 +20,7 @@ from tests.factories import provider_payment
 from tests.helpers.broker import take_queued
 from tests.helpers.metrics import TOKEN, Samples, scrape, value
 from tests.helpers.provider import DECLINED, THREE_DS, Api
-from webhooks.processing import webhook_process
+from webhooks.calls import webhook_process
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db]
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 import requests
+from celery import current_app
 from django.contrib.sessions.models import Session
 from django.core import mail
 from django.core.management import call_command
@@ -56,8 +57,8 @@ from tests.helpers.provider import (
 from tests.helpers.servers import free_port
 from tests.helpers.shop import CUSTOMER, fill_catalogue
 from tests.helpers.staff import sign_in_staff
+from webhooks.calls import webhook_process
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.processing import webhook_process
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
@@ -394,6 +395,8 @@ def harness(provider: Api, settings: Any) -> Iterator[Harness]:
     settings.ALLOWED_HOSTS = ["localhost", "testserver", "127.0.0.1"]
     mail.outbox = []
     run = Harness(provider, settings, settings.PAYMENTS_WEBHOOK_TOKEN)
+    # Every app's tasks, as a worker finds them (before the capture: this sets logging up).
+    current_app.loader.import_default_modules()
 
     console = console_handler()
     capture = logging.StreamHandler(run.log)

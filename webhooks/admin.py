@@ -22,7 +22,7 @@ from core.admin_lists import (
 )
 from payments.models import Payment
 from webhooks.models import GIVEN_UP, LEFT_FOR_STAFF, WebhookEvent, WebhookState
-from webhooks.services import webhook_events_retry
+from webhooks.rules import webhook_events_retry
 
 STATE_COLOURS = {
     WebhookState.RECEIVED: "#b54708",

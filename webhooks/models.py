@@ -70,14 +70,15 @@ class WebhookEvent(models.Model):
         indexes = [
             models.Index(fields=["provider_payment_id", "state"], name="webhook_payment_state"),
             models.Index(fields=["state", "received_at"], name="webhook_state_received"),
-            # Retention: finished notifications, by when they finished (webhooks.retention).
+            # Retention: finished notifications, by when they finished
+            # (webhooks.rules.webhooks_prune).
             models.Index(
                 fields=["processed_at"],
                 name="webhook_finished",
                 condition=models.Q(state__in=FINISHED),
             ),
             # The relay's second look: notifications given up on while the provider could not
-            # be reached, by when (webhooks.services.webhook_relay); the failed ones left for
+            # be reached, by when (webhooks.rules.webhook_relay); the failed ones left for
             # staff are not in it, so the relay never reads them.
             models.Index(
                 fields=["processed_at"],

@@ -1,4 +1,5 @@
-"""Thin, idempotent tasks: they take a payment id and call a service."""
+"""Thin, idempotent tasks: they take a payment id and call one function of `webhooks.calls` or
+`webhooks.rules`."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ from celery import Task
 from django.utils import timezone
 
 from core.task_queue import PROVIDER_READ, shop_task
-from webhooks.processing import RetryLater, webhook_give_up, webhook_hold, webhook_process
-from webhooks.retention import webhooks_prune
-from webhooks.services import webhook_relay
+from webhooks.calls import RetryLater, webhook_give_up, webhook_hold, webhook_process
+from webhooks.rules import webhook_relay, webhooks_prune
 from webhooks.task_names import PROCESS_TASK
 
 

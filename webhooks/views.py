@@ -18,7 +18,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.debug import sensitive_variables
 
 from webhooks.notifications import InvalidNotification, parse_notification
-from webhooks.services import webhook_receive
+from webhooks.rules import webhook_receive
 
 logger = logging.getLogger(__name__)
 

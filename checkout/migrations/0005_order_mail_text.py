@@ -1,5 +1,5 @@
 """Each mail keeps what it told the customer (subject and plain-text body), for staff, until
-SHOP_MAIL_KEEP_DAYS after it was sent (checkout.services.retention).
+SHOP_MAIL_KEEP_DAYS after it was sent (checkout.retention.rules).
 
 Both columns have a database default: the release before them inserts mails without them
 (0009_database_defaults gives it to databases that took this migration before)."""

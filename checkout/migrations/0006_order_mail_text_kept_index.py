@@ -1,5 +1,5 @@
 """An index of the mails whose text is still kept, by when they were sent: the blanking of
-their text after SHOP_MAIL_KEEP_DAYS reads only those (checkout.services.retention)."""
+their text after SHOP_MAIL_KEEP_DAYS reads only those (checkout.retention.rules)."""
 
 from django.db import migrations, models
 

@@ -60,7 +60,7 @@ PAYMENTS_WEBHOOK_TOKEN = env_str(
 # with every payment) and whether an order reference is the shop's (to adopt a payment it never
 # heard of): functions of the webhooks and checkout apps, by dotted path.
 PAYMENTS_WEBHOOK_URL_FUNCTION = "webhooks.addresses.payment_notification_url"
-PAYMENTS_REFERENCE_OWNER_FUNCTION = "checkout.selectors.order_reference_exists"
+PAYMENTS_REFERENCE_OWNER_FUNCTION = "checkout.orders.selectors.order_reference_exists"
 PAYMENTS_CAPTURE_METHOD = env_str(
     "PAYMENTS_CAPTURE_METHOD",
     "automatic",

@@ -35,7 +35,7 @@ def pay_order(provider: Api, order: Order, number: str = VISA) -> Any:
     then reads."""
     from django.conf import settings
 
-    from checkout.services import order_check_payment
+    from checkout.paying.rules import order_check_payment
 
     provider_payment(
         provider,
@@ -61,7 +61,7 @@ def expect_given_back(provider: Any, order: Order, capture: str, charged: Decima
     """The order's latest payment was given back whole: its hold released, or (automatic
     capture) the `charged` amount refunded, which the provider reports as cancelled (a void on
     the day)."""
-    from checkout.selectors import order_payments
+    from checkout.orders.selectors import order_payments
     from payments.models import PaymentStatus
 
     payment = order_payments(order)[-1]

@@ -10,7 +10,7 @@ import requests
 from django.core import mail
 
 from checkout.models import Order, OrderStatus
-from checkout.services import order_payments
+from checkout.orders.selectors import order_payments
 from payments.models import Payment, PaymentStatus
 from payments.rereading.calls import payment_refresh
 from tests.checkout.helpers import open_challenge, pay_order
@@ -90,7 +90,7 @@ def test_a_duplicate_another_action_is_releasing_is_logged_as_such_not_as_an_err
     moment, then this release says so at INFO, logs no error, and is tried again later."""
     import logging
 
-    import checkout.services.duplicate_charges
+    import checkout.paying.calls
     from payments.provider.errors import PaymentInProgress
 
     _, first = _paid_twice(provider)
@@ -98,12 +98,12 @@ def test_a_duplicate_another_action_is_releasing_is_logged_as_such_not_as_an_err
     def busy(**_: object) -> None:
         raise PaymentInProgress("Another action (refund) is already running.")
 
-    monkeypatch.setattr(checkout.services.duplicate_charges, "payment_refund", busy)
-    caplog.set_level(logging.INFO, logger="checkout.services.duplicate_charges")
+    monkeypatch.setattr(checkout.paying.calls, "payment_refund", busy)
+    caplog.set_level(logging.INFO, logger="checkout.paying.calls")
     payment_refresh(payment=first)
     run_queued()
 
-    records = [r for r in caplog.records if r.name == "checkout.services.duplicate_charges"]
+    records = [r for r in caplog.records if r.name == "checkout.paying.calls"]
     busy_records = [r for r in records if "already running" in r.getMessage()]
     assert len(busy_records) > 1  # tried again
     assert {r.levelno for r in busy_records} == {logging.INFO}

@@ -120,7 +120,7 @@ def test_a_sold_out_cart_is_refused_without_waiting_on_the_stock_row_lock() -> N
     from django.utils import translation
 
     from checkout.cart import Cart
-    from checkout.services import CheckoutError, order_create_from_cart
+    from checkout.orders.rules import CheckoutError, order_create_from_cart
 
     product = ProductFactory(slug="agotado", name="Jarro de barro", stock=1)
     cart = Cart(SessionStore())

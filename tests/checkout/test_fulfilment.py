@@ -12,15 +12,10 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
+from checkout.fulfilment.calls import order_cancel, order_refresh, order_refund, order_ship
+from checkout.fulfilment.rules import OrderActionRefused
 from checkout.models import Fulfilment, OrderEvent, OrderStatus, Product
-from checkout.services.fulfilment import (
-    OrderActionRefused,
-    order_cancel,
-    order_refresh,
-    order_refund,
-    order_ship,
-)
-from checkout.services.orders import order_sync_status
+from checkout.orders.rules import order_sync_status
 from payments.models import Payment, PaymentEvent
 from tests.checkout.helpers import stock
 from tests.helpers.provider import Api

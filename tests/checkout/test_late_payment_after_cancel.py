@@ -16,10 +16,10 @@ from django.test import Client
 from django.urls import reverse
 
 from checkout.models import Fulfilment, Order, OrderEventKind, OrderStatus, Product
-from checkout.selectors import order_payments
-from checkout.services import order_sync_status
-from checkout.services.orders import orders_out_of_step
-from checkout.services.stock import order_restock_unshipped, record
+from checkout.orders.rules import order_sync_status, orders_out_of_step
+from checkout.orders.selectors import order_payments
+from checkout.records import order_event_record
+from checkout.stock.rules import order_restock_unshipped
 from checkout.words import PAID_AFTER_CANCELLATION, RETURNED_AFTER_CANCELLATION
 from payments.models import PaymentStatus
 from payments.rereading.calls import payment_refresh
@@ -40,7 +40,7 @@ def _cancel_as_staff(order: Order, staff: Any) -> None:
     Order.objects.filter(pk=order.pk).update(
         status=OrderStatus.CANCELLED, fulfilment=Fulfilment.CANCELLED
     )
-    record(order, OrderEventKind.CANCELLED, "", staff)
+    order_event_record(order, OrderEventKind.CANCELLED, "", staff)
     order_restock_unshipped(order, staff)
 
 
@@ -222,7 +222,7 @@ def test_a_payment_after_staff_released_the_first_follows_the_same_rule(
     stock), when a second payment of it goes through (an attempt from another tab), the order
     takes its items back if they are still there, else stays cancelled and the second payment
     is released; the first, released by staff, is never mailed as given back."""
-    from checkout.services.fulfilment import order_cancel
+    from checkout.fulfilment.calls import order_cancel
     from tests.factories import provider_payment
 
     settings.PAYMENTS_CAPTURE_METHOD = "manual"

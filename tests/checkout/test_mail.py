@@ -19,11 +19,12 @@ from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from checkout.fulfilment.calls import order_ship
 from checkout.links import order_link
+from checkout.mails.calls import order_mail_deliver, orders_list_send
+from checkout.mails.rules import queue_order_mails
 from checkout.models import Order, OrderEventKind, OrderMail, OrderMailKind, OrderStatus, Product
-from checkout.services.fulfilment import order_ship
-from checkout.services.mail import order_mail_deliver, orders_list_send, queue_order_mails
-from checkout.services.stock import record
+from checkout.records import order_event_record
 from checkout.tasks import order_mail_deliver_task, order_mails_sweep_task, orders_list_mail_task
 from payments.models import Payment, PaymentEvent, PaymentEventKind
 from tests.checkout.helpers import FailsOnce
@@ -92,12 +93,12 @@ def ship_all(order: Order) -> None:
     for item in order.items.all():
         item.quantity_shipped = item.quantity
         item.save(update_fields=["quantity_shipped"])
-    record(order, OrderEventKind.SHIPPED, "", None)
+    order_event_record(order, OrderEventKind.SHIPPED, "", None)
 
 
 def expired(order: Order) -> None:
     Order.objects.filter(pk=order.pk).update(status=OrderStatus.EXPIRED)
-    record(order, OrderEventKind.EXPIRED, "not paid in time", None)
+    order_event_record(order, OrderEventKind.EXPIRED, "not paid in time", None)
 
 
 def late_refunded(order: Order) -> None:
@@ -131,7 +132,7 @@ SCENARIOS: dict[str, tuple[Callable[[Order], Any], str]] = {
                 status="cancelled", status_code="CA-MER01"
             ),
             Order.objects.filter(pk=order.pk).update(status=OrderStatus.CANCELLED),
-            record(order, OrderEventKind.CANCELLED, "", None),
+            order_event_record(order, OrderEventKind.CANCELLED, "", None),
         ),
         "$1,868.00",
     ),

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from checkout.mails.calls import order_mail_deliver
 from checkout.models import OrderMail
-from checkout.services.mail import order_mail_deliver
 from tests.checkout.helpers import FailsOnce
 from tests.factories import OrderFactory
 

@@ -11,15 +11,15 @@ from django.core import mail
 from django.core.cache import cache
 from django.utils import timezone
 
+from checkout.mails.calls import order_mail_deliver
 from checkout.models import Order, OrderMail, OrderMailKind, OrderStatus, Product
-from checkout.services import (
+from checkout.orders.rules import (
     derive_order_status,
     order_as_paid_now,
-    order_mail_deliver,
-    order_payments,
     order_sync_status,
+    orders_out_of_step,
 )
-from checkout.services.orders import orders_out_of_step
+from checkout.orders.selectors import order_payments
 from checkout.tasks import order_sync_task, orders_follow_payments_task
 from payments.models import Payment, PaymentEvent
 from payments.signals import payment_status_changed
@@ -431,7 +431,7 @@ def test_order_as_paid_now_leaves_an_order_that_moved_on_alone(product: Product)
     assert not shown.is_payable
 
 
-# --- The payment's mail (checkout.services.mail) ----------------------------------------------
+# --- The payment's mail (checkout.mails) ------------------------------------------------------
 
 
 def paid_mails(order: Order) -> list[OrderMail]:

@@ -25,7 +25,7 @@ from payments.tasks import payment_send_create_task
 from tests.helpers.provider import Api
 from tests.helpers.servers import free_port
 from tests.helpers.shop import CUSTOMER, shopper
-from webhooks.processing import webhook_process
+from webhooks.calls import webhook_process
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox, pytest.mark.usefixtures("fresh_cache")]
 

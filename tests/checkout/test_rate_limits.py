@@ -152,7 +152,7 @@ def attempt(
 def outcome(client: Client) -> dict[str, Any]:
     """The outcome of the browser's latest attempt as the shop's records say it (not a status
     check: nothing counted, nothing queued)."""
-    from checkout.services import order_check_payment
+    from checkout.paying.rules import order_check_payment
 
     return order_check_payment(order=order_of(client), refresh=False).as_json()
 

@@ -20,9 +20,9 @@ from django.utils import timezone
 
 from checkout.cart import Cart
 from checkout.models import Fulfilment, Order, OrderEventKind, OrderStatus, Product
-from checkout.selectors import order_payments
-from checkout.services import CheckoutError, order_create_from_cart, order_sync_status
-from checkout.services.reservations import order_expire, reservations_expire
+from checkout.orders.rules import CheckoutError, order_create_from_cart, order_sync_status
+from checkout.orders.selectors import order_payments
+from checkout.reservations.rules import order_expire, reservations_expire
 from checkout.tasks import reservations_expire_task
 from payments.models import PaymentStatus
 from payments.rereading.calls import payment_refresh
@@ -371,7 +371,7 @@ def test_an_order_the_shop_closed_does_not_become_payable_again(
 ) -> None:
     """Given an unpaid order closed by the shop (cancelled by staff, or expired) with a
     declined attempt, its sync, however often it runs, leaves it closed."""
-    from checkout.services.orders import orders_out_of_step
+    from checkout.orders.rules import orders_out_of_step
 
     order = place_order(shopper(), (last_mug, 1))
     PaymentFactory(order=order, status=PaymentStatus.REJECTED)

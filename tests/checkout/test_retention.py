@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from checkout.models import Order, OrderEvent, OrderItem, OrderMail, Product
-from checkout.services.retention import mails_prune, sessions_prune
+from checkout.retention.rules import mails_prune, sessions_prune
 from checkout.tasks import mails_prune_task, sessions_prune_task
 from payments.models import Payment, PaymentEvent, Refund
 from staff_actions.models import StaffAction

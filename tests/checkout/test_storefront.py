@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from checkout.catalog_seed import DEMO_PRODUCTS
+from checkout.management.demo_catalogue import DEMO_PRODUCTS
 from checkout.models import Product
 from checkout.templatetags.shop import mxn
 from tests.helpers.html import html

@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from checkout.catalog_seed import DEMO_PRODUCTS
+from checkout.management.demo_catalogue import DEMO_PRODUCTS
 from checkout.models import OrderMail
 from dashboard.figures import owner_dashboard
 from payments.models import AUTHORIZATION_VALIDITY

@@ -15,7 +15,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from checkout.models import Order, OrderStatus, Product
-from checkout.services.reservations import SOONEST_END
+from checkout.reservations.rules import SOONEST_END
 from payments.models import PaymentStatus
 from tests.e2e.helpers import PRODUCT, Shop, Shopper, open_page
 from tests.helpers.provider import THREE_DS, VISA

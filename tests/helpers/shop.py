@@ -16,7 +16,7 @@ from django.test import Client
 from django.urls import reverse
 
 from checkout.models import Order, Product
-from checkout.services.orders import order_sync_status
+from checkout.orders.rules import order_sync_status
 from tests.factories import OrderFactory, provider_payment
 from tests.helpers.provider import Api, decimal_json
 

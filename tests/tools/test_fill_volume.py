@@ -17,11 +17,10 @@ from django.db.models import Count, Sum
 from django.test import Client, override_settings
 from django.utils import timezone
 
+from checkout.mails.selectors import order_mails_due
 from checkout.models import Order, OrderItem, OrderMail
-from checkout.selectors import order_payments
-from checkout.services.mails_due import order_mails_due
-from checkout.services.order_status import CLOSED_STATUSES, charges_held, status_given
-from checkout.services.orders import orders_out_of_step
+from checkout.orders.rules import CLOSED_STATUSES, charges_held, orders_out_of_step, status_given
+from checkout.orders.selectors import order_payments
 from payments.models import Payment, PaymentEvent, Refund, Subscription
 from payments.rereading.rules import payments_due_for_check, payments_waiting_to_send
 from tests.factories import OrderFactory

@@ -13,8 +13,8 @@ import pytest
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
+from webhooks.calls import claim_events
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.processing import claim_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,9 +19,9 @@ from tests.factories import provider_payment
 from tests.helpers.broker import take_queued
 from tests.helpers.provider import Api
 from tests.webhooks.helpers import CaptureCallbacks, events, notify, order_for, status_of
+from webhooks.calls import ProcessOutcome, webhook_process
 from webhooks.models import WebhookState
-from webhooks.processing import ProcessOutcome, webhook_process
-from webhooks.services import enqueue_processing
+from webhooks.rules import enqueue_processing
 from webhooks.task_names import PROCESS_TASK, marker
 
 pytestmark = pytest.mark.usefixtures("empty_redis")

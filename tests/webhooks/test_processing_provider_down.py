@@ -13,9 +13,9 @@ from tests.factories import provider_payment
 from tests.helpers.broker import take_queued
 from tests.helpers.provider import Api
 from tests.webhooks.helpers import CaptureCallbacks, events, notify
+from webhooks.calls import ProcessOutcome, RetryLater, webhook_give_up, webhook_process
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.processing import ProcessOutcome, RetryLater, webhook_give_up, webhook_process
-from webhooks.services import webhook_events_retry
+from webhooks.rules import webhook_events_retry
 from webhooks.task_names import PROCESS_TASK
 
 pytestmark = pytest.mark.usefixtures("empty_redis")

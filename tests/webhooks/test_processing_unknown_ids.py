@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-import webhooks.processing
+import webhooks.calls
 from checkout.models import Order, OrderStatus
 from payments.models import Payment, PaymentEventKind, PaymentStatus
 from tests.factories import PaymentFactory, provider_payment
 from tests.helpers.broker import take_queued
 from tests.helpers.provider import Api
 from tests.webhooks.helpers import CaptureCallbacks, events, notify, order_for, status_of
-from webhooks.models import WebhookEvent, WebhookState
-from webhooks.processing import DEFERRED, ProcessOutcome, webhook_process
-from webhooks.services import webhook_relay
+from webhooks.calls import ProcessOutcome, webhook_process
+from webhooks.models import DEFERRED, WebhookEvent, WebhookState
+from webhooks.rules import webhook_relay
 from webhooks.task_names import PROCESS_TASK
 
 pytestmark = pytest.mark.usefixtures("empty_redis")
@@ -139,7 +139,7 @@ def test_an_insert_racing_the_shoppers_own_answer_applies_the_payment_once(
         return None if len(looks) <= 3 else real_held(provider_id)
 
     monkeypatch.setattr(reconciliation, "payment_held", held_after_the_first_looks)
-    monkeypatch.setattr("webhooks.processing.payment_held", held_after_the_first_looks)
+    monkeypatch.setattr("webhooks.calls.payment_held", held_after_the_first_looks)
 
     # When the INSERT is processed
     outcome = webhook_process(payment_id=remote["id"], task_id="race")
@@ -215,7 +215,7 @@ def test_lookups_of_unknown_ids_are_bounded_per_minute_and_the_rest_wait(
     # Given a budget of 3 lookups a minute (within one minute) and ten unknown ids notified
     settings.WEBHOOKS_UNKNOWN_LOOKUPS_PER_MINUTE = 3
     clock = SimpleNamespace(now=time.time())
-    monkeypatch.setattr(webhooks.processing, "time", SimpleNamespace(time=lambda: clock.now))
+    monkeypatch.setattr(webhooks.calls, "time", SimpleNamespace(time=lambda: clock.now))
     unknown = [str(uuid.uuid4()) for _ in range(10)]
     rows = {payment_id: notify(payment_id)[0] for payment_id in unknown}
 

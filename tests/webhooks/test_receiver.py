@@ -34,7 +34,7 @@ from tests.helpers.broker import take_queued, take_queued_with_eta
 from tests.helpers.servers import free_port
 from webhooks.addresses import payment_notification_url as webhook_url
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.services import webhook_relay
+from webhooks.rules import webhook_relay
 from webhooks.task_names import PROCESS_TASK, marker
 from webhooks.views import payment_notification
 

@@ -19,9 +19,9 @@ from django.utils import timezone
 from core.task_queue import is_marked
 from tests.helpers.broker import take_queued
 from tests.webhooks.helpers import CaptureCallbacks, events, notify
+from webhooks.calls import webhook_hold
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.processing import webhook_hold
-from webhooks.services import webhook_relay
+from webhooks.rules import webhook_relay
 from webhooks.task_names import PROCESS_TASK, marker
 
 pytestmark = pytest.mark.usefixtures("empty_redis")

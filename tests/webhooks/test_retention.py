@@ -20,7 +20,7 @@ from tests.factories import PaymentFactory
 from tests.helpers.database import plan_of
 from tests.webhooks.helpers import notify
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.retention import webhooks_prune
+from webhooks.rules import webhooks_prune
 from webhooks.tasks import webhooks_prune_task
 
 pytestmark = pytest.mark.django_db

@@ -29,7 +29,8 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from checkout.models import Order, OrderMail, OrderMailKind, OrderStatus
-from checkout.services import derive_order_status, order_payments
+from checkout.orders.rules import derive_order_status
+from checkout.orders.selectors import order_payments
 from payments.models import Payment, PaymentStatus
 from tests.factories import provider_payment
 from tests.helpers.provider import DECLINED, INSUFFICIENT_FUNDS, MASTER, THREE_DS, VISA, Api
@@ -48,7 +49,7 @@ from tests.webhooks.helpers import (
     order_status,
 )
 from webhooks.models import WebhookEvent, WebhookState
-from webhooks.services import webhook_events_retry
+from webhooks.rules import webhook_events_retry
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
 

@@ -1,6 +1,7 @@
 """Two partial indexes: the notifications whose processing finished, by when (their deletion
-after WEBHOOKS_KEEP_DAYS, webhooks.retention), and those given up on while the provider could
-not be reached, by when (the relay's retries: the failed ones left for staff are never read)."""
+after WEBHOOKS_KEEP_DAYS, webhooks.rules.webhooks_prune), and those given up on while the
+provider could not be reached, by when (the relay's retries: the failed ones left for staff are
+never read)."""
 
 from django.db import migrations, models
 

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand
 
-from checkout.catalog_seed import DEMO_PRODUCTS
+from checkout.management.demo_catalogue import DEMO_PRODUCTS
 from checkout.models import Product
 from staff_signin.demo import DEMO_SECRETS, demo_authenticator
 

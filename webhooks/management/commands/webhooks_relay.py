@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from webhooks.services import webhook_relay
+from webhooks.rules import webhook_relay
 
 
 class Command(BaseCommand):

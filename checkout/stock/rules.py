@@ -1,19 +1,13 @@
-"""Items going back to stock, once each, and the order's ledger (OrderEvent)."""
+"""An order's items going back to stock, once each (recorded in the order's ledger), and taken
+out of it again."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from django.db import transaction
 from django.db.models import F
 
-from checkout.models import Order, OrderEvent, OrderEventKind, OrderItem, Product
-
-Actor = Any  # the staff user, kept in the ledger (None: the shop itself)
-
-
-def record(order: Order, kind: str, message: str, actor: Actor) -> None:
-    OrderEvent.objects.create(order=order, kind=kind, message=message[:500], actor=actor)
+from checkout.models import Order, OrderEventKind, OrderItem, Product
+from checkout.records import Actor, order_event_record
 
 
 def restock(order: Order, quantities: dict[int, int] | None, actor: Actor) -> None:
@@ -37,7 +31,7 @@ def restock(order: Order, quantities: dict[int, int] | None, actor: Actor) -> No
             Product.objects.filter(pk=item.product_id).update(stock=F("stock") + count)
             back.append(f"{count} × {item.name}")
         if back:
-            record(order, OrderEventKind.RESTOCKED, ", ".join(back), actor)
+            order_event_record(order, OrderEventKind.RESTOCKED, ", ".join(back), actor)
 
 
 class OutOfStock(Exception):

@@ -1,5 +1,6 @@
-"""The buyer's mail with their factura: its PDF and XML attached, in the order's language,
-with the order's link (where they are kept too). Sent once, by its task."""
+"""What books sends to the mail server: the buyer's mail with their factura, its PDF and XML
+attached, in the order's language, with the order's link (where they are kept too). Sent once,
+by its task (reached from `books.tasks` only)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """What an order allows staff to do, checked before anything is asked of the provider: what is
 left to ship and what it costs, which payment holds or took the money, whether the order may
-ship, be cancelled or refunded. No call to the provider here: the admin checks with these, and
-`checkout.services.fulfilment` (run by the staff actions' task) does the work."""
+ship, be cancelled or refunded; and what each order action asks, once its form is valid. No call
+to the provider here: the admin checks with these, and `checkout.fulfilment.calls` (run by the
+staff actions' task) does the work."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from checkout.models import Fulfilment, Order
-from checkout.selectors import order_payments
+from checkout.orders.selectors import order_payments
 from core.errors import Refusal
 from payments.actions.rules import claim
 from payments.models import IN_FLIGHT, Payment, PaymentIntent, PaymentStatus
@@ -30,7 +31,7 @@ class Shipment:
     complete: bool  # nothing is left to ship
 
 
-# The order actions' kinds (`checkout.services.order_actions` runs them).
+# The order actions' kinds (`checkout.fulfilment.calls` runs them).
 SHIP = "checkout.ship"
 CANCEL = "checkout.cancel"
 REFUND = "checkout.refund"

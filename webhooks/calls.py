@@ -1,7 +1,8 @@
 """Processing the notifications waiting for a payment: claim them, read the payment from the
 provider once (through `payments.rereading.calls.payment_sync`) and apply it monotonically; hold
 them for a retry while the provider is unreachable, or give up. Only the webhooks' tasks import
-this module (the receiver's view must not reach the provider's client).
+this module (the receiver's view must not reach the provider's client; what never reaches the
+network is in `webhooks.rules`).
 
 A notification is a hint, never proof: processing always reads the payment from the provider.
 """

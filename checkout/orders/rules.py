@@ -1,4 +1,6 @@
-"""Orders: made from carts (stock reserved), and moved only by what their payments say."""
+"""Orders: made from carts (stock reserved), and moved only by what their payments say; what an
+order's status is, given its payments (pure rules, no query and no write: the order's sync, the
+payment page and the reservations apply them)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from checkout.cart import Cart, CartLine
+from checkout.mails.rules import queue_order_mails
 from checkout.models import (
+    PAYABLE_STATUSES,
     Fulfilment,
     Order,
     OrderEventKind,
@@ -24,20 +28,13 @@ from checkout.models import (
     OrderStatus,
     Product,
 )
-from checkout.selectors import order_payments, payments_of_orders
-from checkout.services.mail import queue_order_mails
-from checkout.services.order_status import (
-    CLOSED_STATUSES,
-    PAID_STATUSES,
-    charges_held,
-    derive_order_status,
-    status_given,
-)
-from checkout.services.stock import OutOfStock, order_restock_unshipped, order_take_back, record
+from checkout.orders.selectors import order_payments, payments_of_orders
+from checkout.records import order_event_record
+from checkout.stock.rules import OutOfStock, order_restock_unshipped, order_take_back
 from checkout.task_names import RELEASE_DUPLICATES_TASK
 from checkout.words import PAID_AFTER_CANCELLATION, PAID_AFTER_EXPIRY
 from core.task_queue import queue_on_commit
-from payments.models import Payment
+from payments.models import IN_FLIGHT, Payment, PaymentStatus
 from payments.rereading.rules import changed_references
 
 logger = logging.getLogger(__name__)
@@ -49,6 +46,65 @@ class CheckoutError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+# --- What an order's status is, given its payments ----------------------------------------
+
+
+def derive_order_status(payments_of_order: list[Payment]) -> str:
+    """What the order's payments say about it, best outcome first (idempotent, so duplicate
+    or late notifications can only land in the same place)."""
+    by_status: dict[str, list[Payment]] = {}
+    for payment in payments_of_order:
+        by_status.setdefault(payment.status, []).append(payment)
+    if approved := by_status.get(PaymentStatus.APPROVED):
+        if any(p.refunded_amount > 0 for p in approved):
+            return OrderStatus.PARTIALLY_REFUNDED
+        return OrderStatus.PAID
+    cancelled = by_status.get(PaymentStatus.CANCELLED, [])
+    if PaymentStatus.REFUNDED in by_status or any(p.captured_amount > 0 for p in cancelled):
+        return OrderStatus.REFUNDED
+    if PaymentStatus.AUTHORIZED in by_status:
+        return OrderStatus.AUTHORIZED
+    if any(p.cancelled_before_capture for p in cancelled):
+        return OrderStatus.CANCELLED
+    if not payments_of_order:
+        return OrderStatus.AWAITING_PAYMENT
+    latest = payments_of_order[-1]
+    if latest.status in IN_FLIGHT:
+        return OrderStatus.AWAITING_PAYMENT
+    if latest.status == PaymentStatus.PENDING:
+        return OrderStatus.AWAITING_AUTHENTICATION
+    return OrderStatus.PAYMENT_FAILED
+
+
+PAID_STATUSES = (OrderStatus.PAID, OrderStatus.AUTHORIZED)
+
+# Orders the shop closed before they were paid (expired, or cancelled: by staff, or by their
+# payment's hold being cancelled): their items went back to stock. A payment that goes through
+# after that takes them back if they are all still there, else it is given back.
+CLOSED_STATUSES = (OrderStatus.EXPIRED, OrderStatus.CANCELLED)
+
+
+def status_given(order: Order, attempts: list[Payment]) -> str:
+    """What the payments say of the order, except that an order the shop closed itself
+    (cancelled by staff before any payment went through) does not become payable again."""
+    new = derive_order_status(attempts)
+    if order.status == OrderStatus.CANCELLED and new in PAYABLE_STATUSES:
+        return OrderStatus.CANCELLED
+    return new
+
+
+def charges_held(attempts: list[Payment]) -> list[Payment]:
+    """The attempts holding or having taken the shopper's money, the one to keep first."""
+    held = [p for p in attempts if p.status in (PaymentStatus.APPROVED, PaymentStatus.AUTHORIZED)]
+
+    def first_to_pay(payment: Payment) -> tuple[bool, str]:
+        # The provider's approval time, else when it was held.
+        when = payment.approved_at or payment.authorized_at or payment.created_at
+        return payment.status != PaymentStatus.APPROVED, when.isoformat()
+
+    return sorted(held, key=first_to_pay)
 
 
 # --- Orders ---------------------------------------------------------------------------------
@@ -183,7 +239,7 @@ def _after_closing(order: Order, paid: str) -> str:
     order.fulfilment = Fulfilment.UNFULFILLED
     expired = closed == OrderStatus.EXPIRED
     message = PAID_AFTER_EXPIRY() if expired else PAID_AFTER_CANCELLATION()
-    record(order, OrderEventKind.RESERVED, message, None)
+    order_event_record(order, OrderEventKind.RESERVED, message, None)
     return paid
 
 

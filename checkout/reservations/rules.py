@@ -2,7 +2,7 @@
 expires: its items go back to stock, at once when a page reads the stock (so the shop never
 shows as sold out what only expired orders hold) and by beat (`reservations_expire_task`) for
 the rest. A payment confirmed after its order expired (or was cancelled) is handled by the order's
-sync (`checkout.services.orders`): the items are taken back if they are still there, else the
+sync (`checkout.orders.rules`): the items are taken back if they are still there, else the
 payment is given back."""
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from django.db import transaction
 from django.db.models import Min
 from django.utils import timezone
 
+from checkout.mails.rules import queue_order_mails
+from checkout.mails.selectors import late_payments
 from checkout.models import PAYABLE_STATUSES, Fulfilment, Order, OrderEventKind, OrderStatus
-from checkout.selectors import order_payments
-from checkout.services.mail import queue_order_mails
-from checkout.services.mails_due import late_payments
-from checkout.services.order_status import CLOSED_STATUSES, derive_order_status
-from checkout.services.stock import order_restock_unshipped, record
+from checkout.orders.rules import CLOSED_STATUSES, derive_order_status
+from checkout.orders.selectors import order_payments
+from checkout.records import order_event_record
+from checkout.stock.rules import order_restock_unshipped
 from checkout.words import NOT_PAID_IN_TIME
 from payments.models import PaymentStatus
 
@@ -69,7 +70,7 @@ def order_expire(*, order_id: int) -> bool:
         order.save(update_fields=["status", "fulfilment", "updated_at"])
         order_restock_unshipped(order)
         minutes = settings.SHOP_RESERVATION_MINUTES
-        record(order, OrderEventKind.EXPIRED, NOT_PAID_IN_TIME(minutes=minutes), None)
+        order_event_record(order, OrderEventKind.EXPIRED, NOT_PAID_IN_TIME(minutes=minutes), None)
         queue_order_mails(order, attempts=attempts, order_locked=True)
     logger.info("order %s expired; its items are back in stock", order.reference)
     return True

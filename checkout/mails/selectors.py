@@ -1,6 +1,8 @@
-"""Which mails an order's customer is due (`order_mails_due`): worked out from the order's
-state, its ledger (shipments, expiry) and its payments' ledger, each named by a key that is the
-same however often it is worked out (`checkout.services.mail` creates and sends each once)."""
+"""Which mails an order's customer is due (`order_mails_due`): worked out, without writing,
+from the order's state, its ledger (shipments, expiry) and its payments' ledger, each named by a
+key that is the same however often it is worked out (`checkout.mails.rules` creates and queues
+each once); the payments that came after the order closed (`late_payments`); the mails still
+unsent (`unsent_for`)."""
 
 from __future__ import annotations
 
@@ -8,15 +10,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from django.db.models import Q
 from django.utils import timezone
 
 from checkout.models import Order, OrderEvent, OrderEventKind, OrderMailKind, OrderStatus
-from checkout.selectors import order_payments
+from checkout.orders.selectors import order_payments
 from payments.models import CaptureMethod, Payment, PaymentEvent, PaymentEventKind, PaymentStatus
 
 # Only news is mailed: an event older than this (an order from before mails existed, synced
 # again) is not mailed now. The sync and its sweeps run within minutes of any change.
 MAIL_HORIZON = timedelta(days=3)
+
+# A mail unsent this long after it was due had its task lost (or the broker was down, or the
+# mail server has been failing): the sweep queues it again (`checkout.mails.rules`).
+SWEEP_AFTER = timedelta(minutes=10)
 
 ACCEPTED = (PaymentStatus.AUTHORIZED, PaymentStatus.APPROVED)
 GIVEN_BACK = (PaymentStatus.CANCELLED, PaymentStatus.REFUNDED)
@@ -105,7 +112,7 @@ def _accepted(payments: dict[int, Payment], events: list[PaymentEvent]) -> dict[
     for payment in payments.values():
         if payment.pk not in accepted and payment.status in ACCEPTED:
             # Taken or held with no entry in its ledger saying so (written without the payments
-            # app's services): when it was last changed stands for the moment.
+            # app's rules and calls): when it was last changed stands for the moment.
             automatic = payment.capture_method == CaptureMethod.AUTOMATIC
             accepted[payment.pk] = PaymentEvent(
                 payment=payment,
@@ -309,3 +316,13 @@ def order_mails_due(
         _payments_returned,
     )
     return [mail for rule in rules for mail in rule(state)]
+
+
+# --- Unsent ---------------------------------------------------------------------------------------
+
+
+def unsent_for(older_than: timedelta = SWEEP_AFTER, *, now: datetime | None = None) -> Q:
+    """Mails due for longer than `older_than` and still not sent (by default, those the sweep
+    sends again: their task was lost, or the mail server has been failing). The partial index
+    `order_mail_unsent` serves it."""
+    return Q(sent_at=None, created_at__lt=(now or timezone.now()) - older_than)

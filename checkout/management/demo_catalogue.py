@@ -1,4 +1,4 @@
-"""Demo catalogue seeded by `manage.py seed_demo`."""
+"""The demo catalogue: the products `manage.py seed_demo` puts in the shop (once each)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,15 @@
-"""Rules of the webhooks app: store a notification, relay those the broker never got, and let
-staff retry or replay them. Processing (reading the payment from the provider) is in
-`webhooks.processing`, which only the tasks import: the receiver's view and the admin never
-reach the provider's client."""
+"""Rules of the webhooks app (never the network): store a notification and queue its processing,
+relay those the broker never got, let staff retry or replay them, and delete the finished ones
+after WEBHOOKS_KEEP_DAYS. Processing (reading the payment from the provider) is in
+`webhooks.calls`, which only the tasks import: the receiver's view and the admin never reach the
+provider's client.
+
+Retention (docs/deployment.md, "Retention"): a notification is kept `WEBHOOKS_KEEP_DAYS` after
+its processing finished (processed, or unmatched: its payment belongs to no order of this shop),
+then deleted. Failed ones stay until they are resolved (the relay's or staff's retry makes them
+processed, and they age from then); received and processing ones are never deleted. Payments and
+their ledger, which say what each notification changed, are kept with the other financial
+records."""
 
 from __future__ import annotations
 
@@ -12,12 +20,13 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from core.retention import prune_oldest
 from core.task_queue import mark, send_each, send_once, unmark
 from webhooks.metrics import notification_received
-from webhooks.models import DEFERRED, GAVE_UP, WebhookEvent, WebhookState
+from webhooks.models import DEFERRED, FINISHED, GAVE_UP, WebhookEvent, WebhookState
 from webhooks.notifications import Notification
 from webhooks.task_names import PROCESS_TASK, marker
 
@@ -203,3 +212,21 @@ def webhook_events_retry(*, events: Iterable[WebhookEvent], replay: bool = False
         )
         _requeue_on_commit(payment_ids)
     return len(rows)
+
+
+# --- Retention ----------------------------------------------------------------------------------
+
+
+def webhooks_prune(*, now: datetime | None = None) -> int:
+    """Delete the notifications that finished over `WEBHOOKS_KEEP_DAYS` ago, oldest first, a
+    batch per statement, within a run's budget (`core.retention`); how many were deleted.
+    A row a staff replay takes in between is no longer finished, and is left alone."""
+    before = (now or timezone.now()) - timedelta(days=settings.WEBHOOKS_KEEP_DAYS)
+    # The conditions of the index `webhook_finished`, and its column's range.
+    old = WebhookEvent.objects.filter(state__in=FINISHED, processed_at__lt=before)
+    return prune_oldest(old, by="processed_at", change=_delete)
+
+
+def _delete(rows: QuerySet[WebhookEvent]) -> int:
+    deleted, _ = rows.delete()
+    return deleted

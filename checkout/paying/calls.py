@@ -1,14 +1,14 @@
 """An order is paid once: a second charge that went through is given back (by the provider: a
-task's work, which no web request imports)."""
+task's work, which no web request imports; the order's sync queues it)."""
 
 from __future__ import annotations
 
 import logging
 
 from checkout.models import Order, OrderEventKind, OrderStatus
-from checkout.selectors import order_payments
-from checkout.services.order_status import CLOSED_STATUSES, charges_held
-from checkout.services.stock import record
+from checkout.orders.rules import CLOSED_STATUSES, charges_held
+from checkout.orders.selectors import order_payments
+from checkout.records import order_event_record
 from checkout.words import RETURNED_AFTER_CANCELLATION, RETURNED_AFTER_EXPIRY
 from payments.actions.calls import payment_cancel, payment_refund
 from payments.models import PaymentStatus
@@ -60,7 +60,7 @@ def order_release_duplicates(*, reference: str) -> int:
         logger.warning("order %s: duplicate payment %s released", reference, extra.pk)
         if closed:
             given_back = RETURNED_AFTER_EXPIRY if expired else RETURNED_AFTER_CANCELLATION
-            record(order, OrderEventKind.RETURNED, given_back(), None)
+            order_event_record(order, OrderEventKind.RETURNED, given_back(), None)
         released += 1
     if pending:
         raise ReleasePending(f"{pending} duplicate payment(s) of order {reference} still held")

@@ -15,10 +15,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 
 from checkout.models import Order
-from checkout.selectors import order_payments
-from checkout.services.order_status import derive_order_status
-from checkout.services.orders import CheckoutError, order_as_paid_now
-from checkout.services.reservations import order_expire, reservation_over
+from checkout.orders.rules import CheckoutError, derive_order_status, order_as_paid_now
+from checkout.orders.selectors import order_payments
+from checkout.reservations.rules import order_expire, reservation_over
 from payments.attempts.rules import payment_attempt_store
 from payments.models import Payment, PaymentStatus
 from payments.provider.errors import PaymentAttemptBlocked, PaymentError, PaymentInProgress
