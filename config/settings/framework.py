@@ -181,6 +181,8 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "webhooks.openapi.add_receiver",
         "core.openapi.document_refused_methods",
+        "core.openapi.require_request_bodies",
+        "checkout.openapi.link_order_operations",
     ],
 }
 

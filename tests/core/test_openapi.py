@@ -152,6 +152,21 @@ def test_description_is_valid_openapi() -> None:
         result.ok()
 
 
+def test_every_request_body_described_is_required() -> None:
+    """Each endpoint that takes a body refuses a request without one (400), and the document
+    says the body is required, even where all its members are optional (the CSP reports)."""
+    bodies = {
+        f"{operation.method.upper()} {operation.path}": operation.definition.raw["requestBody"]
+        for operation in (result.ok() for result in SCHEMA.get_all_operations())
+        if "requestBody" in operation.definition.raw
+    }
+
+    assert {"POST /csp-report/", "POST /pedidos/{reference}/pagos/"} <= set(bodies)
+    assert {name: body.get("required") for name, body in bodies.items()} == dict.fromkeys(
+        bodies, True
+    )
+
+
 def test_description_names_djangos_cookies_and_header() -> None:
     """The session cookie, the CSRF cookie and the CSRF header of the description are the ones
     the settings name."""
