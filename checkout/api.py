@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -44,6 +44,7 @@ REFERENCE = OpenApiParameter(
     pattern=r"^ORD-[0-9A-HJKMNP-TV-Z]{5}$",
     description="The order's reference. Any other value, and an order of another browser "
     "session, answers 404.",
+    examples=[OpenApiExample("An order", value="ORD-7K2QX")],
 )
 PAYMENT_ID = OpenApiParameter(
     "payment_id",
@@ -52,6 +53,31 @@ PAYMENT_ID = OpenApiParameter(
     description="The provider's id of one of the order's attempts (its first 64 characters). "
     "Absent or empty: the latest attempt.",
 )
+# What the payment page sends: the card form's token (the provider's, single use) and the SDK's
+# device data; the `attempt_id` is new for each attempt the shopper makes.
+ATTEMPT_EXAMPLES = [
+    OpenApiExample(
+        "Paid in full",
+        value={
+            "card_token": "63b66188-6482-407c-add8-45a1177b5c90",
+            "attempt_id": "4f0c2b9e8d7a46e1b3c5d7f9a1b2c3d4",
+            "session_id": "sdk-session-5b1e",
+            "user_agent": "Mozilla/5.0 (X11; Linux x86_64)",
+            "installments": 1,
+        },
+        request_only=True,
+    ),
+    OpenApiExample(
+        "In three interest-free monthly payments",
+        value={
+            "card_token": "9a7d3c21-0b4e-4f6a-8c2d-5e1f7a9b3c4d",
+            "attempt_id": "0d1e2f3a4b5c4d6e8f9a0b1c2d3e4f5a",
+            "installments": 3,
+            "card_bin": "415231",
+        },
+        request_only=True,
+    ),
+]
 NOT_FOUND = OpenApiResponse(ERROR, "No such order, or not one this browser session placed.")
 # Answered by the project's error handler (core/error_pages.py), whatever the endpoint.
 UNAVAILABLE = OpenApiResponse(
@@ -112,10 +138,17 @@ class PayAttemptView(JSONAPIView):
         "413, 415), the order can still be paid (409). Only a valid body changes anything.",
         parameters=[REFERENCE],
         request=PaymentAttemptSerializer,
+        examples=ATTEMPT_EXAMPLES,
         responses={
             202: PaymentOutcomeSerializer,
             200: PaymentOutcomeSerializer,
-            (400, "application/json"): ERROR,
+            (400, "application/json"): OpenApiResponse(
+                ERROR,
+                "The body is not valid (`invalid`, `fields` says why; `invalid_body`), or it asks "
+                "for monthly installments the order cannot have (`installments_not_available`): "
+                "an order under `SHOP_INSTALLMENTS_MIN_TOTAL`, a plan not offered, or a card whose "
+                "BIN has none.",
+            ),
             404: NOT_FOUND,
             409: OpenApiResponse(ERROR, "The order cannot be paid any more."),
             413: OpenApiResponse(ERROR, "The body is over 4096 bytes."),
@@ -188,7 +221,9 @@ class PaymentStatusView(JSONAPIView):
     @extend_schema(
         operation_id="payment_status",
         summary="The outcome of the latest attempt, or of one attempt",
-        auth=[{"browserSession": []}],
+        # The session is not a credential the endpoint asks for: without it (or with another
+        # one) no order is this browser's, and the answer is 404, as for any other session.
+        auth=[{"browserSession": []}, {}],
         **STATUS,
     )
     def get(self, request: Request, reference: str) -> Response:

@@ -31,3 +31,14 @@ def document_refused_methods(result: dict[str, Any], **kwargs: Any) -> dict[str,
                 },
             )
     return result
+
+
+def require_request_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Every request body the document describes is required: each endpoint that takes one
+    answers 400 to a request without it (drf-spectacular leaves `required` off a body whose
+    members are all optional)."""
+    for item in result.get("paths", {}).values():
+        for method, operation in item.items():
+            if method in METHODS and "requestBody" in operation:
+                operation["requestBody"]["required"] = True
+    return result

@@ -9,8 +9,7 @@ from urllib.parse import urlsplit
 
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
@@ -22,12 +21,24 @@ from core.parsers import bounded_json_parser
 logger = logging.getLogger("csp")
 
 MAX_REPORT_BYTES = 8192
-CSP_REPORT = inline_serializer(
-    "CspReport",
-    fields={"csp-report": serializers.DictField(required=False)},
-    help_text="Logged: the violated directive, the blocked URI and the document's URI (or "
-    "their Reporting API names `effectiveDirective`, `blockedURL`, `documentURL`).",
-)
+# What the endpoint takes, said exactly: a report with something in it. An empty object says
+# nothing to log, and no browser sends one: it is refused (400), and the document says so.
+CSP_REPORT = {
+    "type": "object",
+    "minProperties": 1,
+    "properties": {
+        "csp-report": {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": True,
+            "description": "The violation, as `report-uri` sends it.",
+        }
+    },
+    "additionalProperties": True,
+    "description": "A report with at least one member: the violation under `csp-report`, or "
+    "its members themselves. Logged: the violated directive, the blocked URI and the document's "
+    "URI (or their Reporting API names `effectiveDirective`, `blockedURL`, `documentURL`).",
+}
 
 
 class CspReportView(JSONAPIView):
@@ -51,7 +62,9 @@ class CspReportView(JSONAPIView):
         },
         responses={
             204: OpenApiResponse(description="Logged."),
-            400: OpenApiResponse(ERROR, "Not JSON, or no report object."),
+            400: OpenApiResponse(
+                ERROR, "Not JSON, no body, or no report object with a member (`invalid_body`)."
+            ),
             413: OpenApiResponse(ERROR, "Over 8192 bytes."),
             415: ERROR,
         },

@@ -117,12 +117,23 @@ def _report(checks: dict[str, dict[str, object]], ok: str, not_ok: str) -> Respo
 
 
 OPERATIONS = {"tags": ["operations"]}
+
+
+class ProbeView(JSONAPIView):
+    """A probe: asked by machines on their own (a load balancer, Kubernetes, a dashboard), with
+    GET only. No CSRF check: it changes nothing, and any other method (`QUERY`, `PUT`...) is
+    answered 405 with `Allow: GET` in the JSON error shape, as the document says, rather than
+    the CSRF failure's page."""
+
+    csrf_exempt = True
+
+
 READINESS = _report_schema("Readiness", ["ready", "not ready"], ["database"])
 DEPENDENCIES = _report_schema("Dependencies", ["ok", "degraded"], ["cache", "broker", "provider"])
 
 
 @method_decorator(never_cache, name="dispatch")
-class HealthzView(JSONAPIView):
+class HealthzView(ProbeView):
     """The process is up (no dependency is touched)."""
 
     @extend_schema(
@@ -141,7 +152,7 @@ class HealthzView(JSONAPIView):
 
 
 @method_decorator(never_cache, name="dispatch")
-class ReadyzView(JSONAPIView):
+class ReadyzView(ProbeView):
     """Ready to take traffic: this process can serve, its database answers. 503 with what failed
     otherwise (never a secret, never a stack). Nothing else is asked: Redis (the cache and the
     broker) and the provider are shared by every instance, so their outage would take every
@@ -167,7 +178,7 @@ class ReadyzView(JSONAPIView):
 
 
 @method_decorator(never_cache, name="dispatch")
-class DependenciesView(JSONAPIView):
+class DependenciesView(ProbeView):
     """The services the shop depends on beyond its own process, for dashboards and alerts:
     Redis as the cache and as the Celery broker (both asked now, each within
     DEPENDENCY_TIMEOUT seconds) and the payment provider (reachable, and our credentials

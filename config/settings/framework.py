@@ -165,7 +165,8 @@ SPECTACULAR_SETTINGS = {
         '`{"error", "message"}`, plus `fields` when a body did not validate. Messages for '
         "people are in Spanish unless the browser chose English. An order is visible only to "
         "the browser session that placed it (404 for any other). Unsafe methods need Django's "
-        "CSRF cookie and header, but for the receiver and the CSP reports."
+        "CSRF cookie and header, but for the receiver and the CSP reports; the probes take "
+        "GET only."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -180,6 +181,8 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "webhooks.openapi.add_receiver",
         "core.openapi.document_refused_methods",
+        "core.openapi.require_request_bodies",
+        "checkout.openapi.link_order_operations",
     ],
 }
 

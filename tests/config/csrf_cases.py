@@ -50,11 +50,14 @@ NEW_PASSWORD = "another-long-password-2026"
 WEBHOOK_TOKEN = "csrf-tests-webhook-token"
 WEBHOOK_ROUTE = "webhooks/payments/<str:token>/"
 CSP_ROUTE = "csp-report/"
+PROBE_ROUTES = ("healthz", "healthz/deps", "readyz")
 
 # Exempt by design: the provider's server posts notifications (authenticated by the secret
 # token in the address, and never acted on without refetching the payment), and browsers post
 # CSP violation reports (only logged) without cookies or tokens. Neither can carry a CSRF token.
-EXEMPT = {WEBHOOK_ROUTE, CSP_ROUTE}
+# And the probes, which machines ask with GET only and which change nothing: any other method
+# is their own 405 (JSON, `Allow: GET`), not the CSRF check's page.
+EXEMPT = {WEBHOOK_ROUTE, CSP_ROUTE, *PROBE_ROUTES}
 STATE = [
     FacturaRequest,
     BooksExport,

@@ -1,7 +1,7 @@
 """CSRF protection of every route, found by walking the URL resolver: a POST without the token
 (the CSRF cookie present, as a forged cross-site form would have it) is refused with 403 and
-changes nothing; the same POST with the token is accepted. Only the provider's webhook receiver
-and the browsers' CSP report endpoint are exempt.
+changes nothing; the same POST with the token is accepted. Only the provider's webhook receiver,
+the browsers' CSP report endpoint and the probes (GET only) are exempt.
 
 Each route has a case in tests/config/csrf_cases.py (who posts, where, with what, and what
 the accepted POST does). A route added without a case fails `test_every_route_has_a_case`,
@@ -40,9 +40,9 @@ def test_every_route_has_a_case() -> None:
     assert {route.route for route in routes()} == set(CASES)
 
 
-def test_only_the_webhook_receiver_and_csp_reports_are_exempt() -> None:
+def test_only_the_webhook_receiver_csp_reports_and_probes_are_exempt() -> None:
     """Walking the resolver, the views marked csrf_exempt are exactly the provider's webhook
-    receiver and the CSP report endpoint."""
+    receiver, the CSP report endpoint and the three probes."""
     exempt = {route.route for route in routes() if getattr(route.view, "csrf_exempt", False)}
 
     assert exempt == EXEMPT

@@ -1,7 +1,8 @@
-"""The two routes exempt from the CSRF check, by design (tests/config/csrf_cases.py,
+"""The routes exempt from the CSRF check, by design (tests/config/csrf_cases.py,
 EXEMPT): the provider's webhook receiver takes a POST without a token (it is a
 server; the secret token in the address authenticates it), and so do the browsers'
-CSP reports, which are only logged. (Every other route: test_urls_csrf.py.)"""
+CSP reports, which are only logged; the probes take GET only, and answer any other
+method, token or not, with their own 405. (Every other route: test_urls_csrf.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.config.csrf_cases import CASES, CSP_ROUTE, WEBHOOK_ROUTE, World, snapshot
+from tests.config.csrf_cases import (
+    CASES,
+    CSP_ROUTE,
+    PROBE_ROUTES,
+    WEBHOOK_ROUTE,
+    World,
+    snapshot,
+)
 from webhooks.models import WebhookEvent
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
@@ -58,5 +66,25 @@ def test_csp_reports_are_taken_without_a_token_and_only_logged(
     )
 
     assert response.status_code == 204
+    assert rejections == []
+    assert snapshot(world) == before
+
+
+@pytest.mark.parametrize("route", PROBE_ROUTES)
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "QUERY"])
+def test_a_probe_answers_any_method_but_get_with_its_405(
+    world: World, rejections: list[str], route: str, method: str
+) -> None:
+    """Given a probe (asked by machines, with GET only), when another method comes without a
+    CSRF token, then the answer is the probe's own 405 in the API's error shape, with `Allow:
+    GET` (not the CSRF check's 403 page), and nothing changes."""
+    before = snapshot(world)
+    machine = Client(enforce_csrf_checks=True)
+
+    response = machine.generic(method, CASES[route].url(world))
+
+    assert response.status_code == 405
+    assert response["Allow"] == "GET"
+    assert response.json()["error"] == "method_not_allowed"
     assert rejections == []
     assert snapshot(world) == before

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import logging
 
+import jsonschema
 import pytest
 from django.test import Client
+
+from tests.core.helpers import shop_schema
 
 PLANTED = {
     "csp-report": {
@@ -70,3 +73,32 @@ def test_each_field_is_reduced_to_a_bounded_shape(
 
     assert re.search(expected, line), line
     assert len(line) < 250
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"csp-report": {}},
+        {"csp-report": None},
+        {"csp-report": "script-src"},
+        {"csp-report": {}, "note": "x"},
+        [],
+        {"csp-report": {"blocked-uri": "inline"}},
+        {"blockedURL": "eval"},
+        {"csp-report": {"blocked-uri": "inline"}, "note": "x"},
+    ],
+)
+def test_the_document_says_which_reports_are_taken(client: Client, body: object) -> None:
+    """The OpenAPI document describes the report body exactly as the endpoint takes it: a
+    body is valid by the document if and only if it is taken (204); every other body is
+    refused 400. An empty report (no member, or an empty `csp-report`) says nothing to log:
+    the document says it is not a report, and it is refused."""
+    described = shop_schema()["paths"]["/csp-report/"]["post"]["requestBody"]
+    schema = described["content"]["application/json"]["schema"]
+
+    valid = jsonschema.Draft4Validator(schema).is_valid(body)
+    response = client.post("/csp-report/", json.dumps(body), content_type="application/json")
+
+    assert described["required"] is True
+    assert response.status_code == (204 if valid else 400), (body, response.content)
