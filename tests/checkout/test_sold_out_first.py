@@ -26,7 +26,7 @@ from django_ratelimit.core import get_usage
 
 from checkout.cart import Cart
 from checkout.models import Order, OrderItem, Product
-from checkout.services import CheckoutError, order_create_from_cart
+from checkout.orders.rules import CheckoutError, order_create_from_cart
 from core.sessions import session_identity
 from payments.models import Payment
 from tests.helpers.shop import CUSTOMER, add_to_cart, error_messages, place_order, shopper
