@@ -185,7 +185,7 @@ def flash_rush(urls: dict[str, str], slug: str, count: int) -> dict[str, Any]:
     shop sold."""
     from django.utils import timezone
 
-    from checkout.admission import pace_set
+    from checkout.admission.rules import pace_set
     from checkout.models import OrderItem, Product
 
     Product.objects.filter(slug=slug).update(stock=RUSH_STOCK, active=True)

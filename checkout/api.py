@@ -17,13 +17,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from checkout.installments import InstallmentsRefused, check_installments
-from checkout.limits import (
+from checkout.models import Order
+from checkout.orders.limits import (
     LimitsUnavailable,
     order_attempts_exceeded,
     payment_attempts_exceeded,
     status_checks_exceeded,
 )
-from checkout.models import Order
 from checkout.orders.rules import CheckoutError
 from checkout.ownership import own_order
 from checkout.paying.rules import PaymentOutcome, order_check_payment, order_pay

@@ -1,6 +1,6 @@
 """The sale day's admission at the storefront's door (checkout.admission): the shopping pages
 let a browser in by its turn, or answer the waiting page; every page served is counted by the
-time it took, which sets the pace (checkout.admission_pace). Pages of an order already placed
+time it took, which sets the pace (checkout.admission.pace). Pages of an order already placed
 (paying, its status, the order itself), the admin, the API, webhooks and health checks are
 never held back."""
 
@@ -17,8 +17,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 
-from checkout.admission import COOKIE, turn_for
-from checkout.admission_pace import page_served
+from checkout.admission.pace import page_served
+from checkout.admission.rules import COOKIE, turn_for
 
 # The pages of shopping, before an order exists (checkout.urls names).
 HELD_BACK = frozenset({"home", "product", "cart", "cart_add", "cart_update", "cart_remove",

@@ -17,8 +17,12 @@ from checkout.cart import MAX_PER_LINE, Cart, CartError, lines_total
 from checkout.extensions import CheckoutBox, checkout_boxes, order_sections
 from checkout.forms import CheckoutForm, MyOrdersForm, QuantityForm
 from checkout.installments import order_installments, plans_for
-from checkout.limits import order_creations_exceeded, order_lists_exceeded, status_checks_exceeded
 from checkout.models import Order, OrderStatus, Product
+from checkout.orders.limits import (
+    order_creations_exceeded,
+    order_lists_exceeded,
+    status_checks_exceeded,
+)
 from checkout.orders.rules import (
     CheckoutError,
     cart_stock_check,

@@ -40,7 +40,7 @@ from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from checkout.admission import admission_figures, pace_kind, page_p95
+from checkout.admission.rules import admission_figures, pace_kind, page_p95
 from checkout.mails.selectors import unsent_for
 from checkout.models import TO_SHIP, Order, OrderMail
 from core.cache_redis import cache_redis_kept

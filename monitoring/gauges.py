@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from checkout import metrics as checkout_metrics
-from checkout.admission import admission_figures, pace_kind, page_p95
+from checkout.admission.rules import admission_figures, pace_kind, page_p95
 from core.cache_redis import cache_redis_kept
 from monitoring import heartbeats
 from payments import metrics as payments_metrics

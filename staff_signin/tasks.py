@@ -4,7 +4,7 @@ never SMTP inside the sign-in's request."""
 from __future__ import annotations
 
 from core.task_queue import MAIL, shop_task
-from staff_signin.mails import sign_in_mail
+from staff_signin.calls import sign_in_mail
 
 
 @shop_task("staff_signin.tasks.sign_in_mail_task", retry=MAIL.on(OSError))

@@ -53,7 +53,7 @@ MANAGERS = [
     )
 ]
 
-# --- The sale day's admission (checkout/admission.py) -------------------------------------------
+# --- The sale day's admission (checkout/admission/) ------------------------------------------
 # Past the shop's capacity, new shoppers are let in at a pace, first come first in; the others
 # wait their turn on a page that lets them in by itself. Needs Redis.
 _admission_pace = env_str(
@@ -62,7 +62,7 @@ _admission_pace = env_str(
     doc="The sale day's queue: past the pace, new shoppers wait their turn on a page that "
     "lets them in by itself, first come first in, and says about how long it will be. "
     "`auto`: the shop finds the pace itself from what its pages take "
-    "(`checkout/admission_pace.py`: the ceiling until the pages slow; past "
+    "(`checkout/admission/pace.py`: the ceiling until the pages slow; past "
     "`SHOP_ADMISSION_PAGE_P95_MS`, or past three times the p95 the pages take at ease, nine "
     "tenths of what came in over the last second; then up a tenth a second while the pages "
     "keep to it and someone waits), so the same release serves two cores and sixteen; a "

@@ -18,7 +18,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from checkout import admission
+from checkout.admission import rules as admission
 from checkout.models import Product
 from tests.helpers.shop import place_order, shopper
 from tests.helpers.staff import sign_in_staff

@@ -1,4 +1,4 @@
-"""The admission's pace found by the shop itself (checkout.admission_pace): it rises while the
+"""The admission's pace found by the shop itself (checkout.admission.pace): it rises while the
 pages it serves stay fast and shoppers wait, falls when they slow, stays when nobody waits,
 never leaves its floor and ceiling, and an operator's pace (or a number in the setting)
 overrides it. Counted by the pages the middleware times, through Redis, as every process does."""
@@ -15,7 +15,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from checkout import admission, admission_pace
+from checkout.admission import pace as admission_pace
+from checkout.admission import rules as admission
 from checkout.models import Product
 from core.cache_redis import cache_redis
 from tests.helpers.shop import shopper

@@ -1,14 +1,13 @@
-"""Abuse limits of the checkout (checkout/limits.py): card testing is many payment attempts from
-one browser session or one client address. Over either limit the attempt is answered 429 with a
-readable message, before anything is stored or queued for the provider. While the cache is down
-attempts are counted per order in the database instead. Status checks are answered from the
-shop's records; a check of a payment pending 3-D Secure queues a read of it from the provider,
-up to the session's own rate of checks.
+"""Abuse limits of the checkout (checkout/orders/limits.py): card testing is many payment attempts
+from one browser session or one client address. Over either limit the attempt is answered 429
+with a readable message, before anything is stored or queued for the provider. While the cache
+is down attempts are counted per order in the database instead. Status checks are answered from
+the shop's records; a check of a payment pending 3-D Secure queues a read of it from the
+provider, up to the session's own rate of checks.
 
 Counts live in the real cache (Redis when REDIS_URL is set). The rate limiter's clock is pinned
 (`clock`) so that a window never ends in the middle of a test, and moved on to prove that
-attempts work again once it has.
-"""
+attempts work again once it has."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """A cart the stock no longer covers is refused first (`cart_stock_check`, from the products as
 the cart just read them): at the checkout before the order is counted against the shopper's
-order limits (checkout/limits.py), and in `order_create_from_cart` before anything is written.
+order limits (checkout/orders/limits.py), and in `order_create_from_cart` before anything is
+written.
 Without it the stock's conditional UPDATE would still refuse the order, but only after the order
 was counted, written and rolled back.
 
@@ -37,7 +38,7 @@ SOLD_OUT = "Taza de talavera se agotó."
 
 
 def _session_or_address(group: str, request: HttpRequest) -> str:
-    """What the order limit per session counts by (checkout/limits.py)."""
+    """What the order limit per session counts by (checkout/orders/limits.py)."""
     return session_identity(request.session) or f"address:{request.META.get('REMOTE_ADDR', '')}"
 
 

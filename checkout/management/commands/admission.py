@@ -1,5 +1,5 @@
 """The sale day's admission while the shop runs: how many wait, and the pace new shoppers are let
-in at, changed for every process at once (checkout/admission.py).
+in at, changed for every process at once (checkout/admission/rules.py).
 
     manage.py admission                    # the pace and how many wait
     manage.py admission --per-second 20    # open the doors wider (0: no queue)
@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from checkout.admission import admission_figures, pace_kind, pace_set, page_p95
+from checkout.admission.rules import admission_figures, pace_kind, pace_set, page_p95
 from core.cache_redis import cache_redis_kept
 
 

@@ -3,7 +3,7 @@ shop serves, first come first in; the others wait their turn on a page that says
 stand and lets them in by itself. The shoppers let in keep the shop's pace instead of every
 shopper slowing down.
 
-The pace sizes itself (`checkout.admission_pace`): every process counts how long the pages it
+The pace sizes itself (`checkout.admission.pace`): every process counts how long the pages it
 served took, and once a second the pace rises while the pages stay fast and someone waits, and
 falls when they slow, between SHOP_ADMISSION_MIN_PER_SECOND and SHOP_ADMISSION_MAX_PER_SECOND.
 A number in SHOP_ADMISSION_PER_SECOND fixes it instead (0: no queue).
@@ -35,7 +35,7 @@ from django.conf import settings
 from django.core import signing
 from django.core.cache import cache
 
-from checkout import admission_pace
+from checkout.admission import pace as admission_pace
 from core.cache_redis import cache_redis, cache_redis_kept
 
 logger = logging.getLogger(__name__)

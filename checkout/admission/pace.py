@@ -5,7 +5,7 @@ concurrency-limits size a limit from the latency they measure).
 Every web process counts the pages it served in the last second by how long they took (a
 histogram of a few buckets, kept in the process and added to Redis once a second: one round
 trip a second a process, not one a page). Once a second, the request that moves the queue
-(`checkout.admission._let_in`) reads the last seconds' histograms of every process and moves
+(`checkout.admission.rules._let_in`) reads the last seconds' histograms of every process and moves
 the pace:
 
 - the pages slow: their p95 above SHOP_ADMISSION_PAGE_P95_MS, or above three times (and 50 ms
