@@ -17,7 +17,7 @@ from checkout.orders.selectors import order_payments
 from core.errors import Refusal
 from payments.actions.rules import claim
 from payments.models import IN_FLIGHT, Payment, PaymentIntent, PaymentStatus
-from staff_actions.services import Asked
+from staff_actions.rules import Asked
 
 
 class OrderActionRefused(Refusal):

@@ -164,7 +164,7 @@ def _claimed_call(
         return call()
     except Throttled as exc:
         # Not done, not refused: the action runs again after the wait asked for, with its key
-        # (staff_actions.services); the claim taken when it was asked stays meanwhile.
+        # (staff_actions.calls); the claim taken when it was asked stays meanwhile.
         if not claimed:
             release_claim(payment)
         raise ProviderThrottled(str(THROTTLED_ACTION[action]), retry_after=exc.retry_after) from exc

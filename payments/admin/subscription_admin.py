@@ -19,7 +19,7 @@ from payments.admin.columns import PriceFilter
 from payments.forms import SubscriptionImportForm
 from payments.models import Subscription
 from staff_actions.admin import ActionPage, StaffActionsAdmin
-from staff_actions.services import Asked
+from staff_actions.rules import Asked
 
 SUBSCRIPTION_CANCEL = ActionPage(
     kind="payments.subscription_cancel",

@@ -29,8 +29,8 @@ from payments.provider.errors import (
     Throttled,
 )
 from payments.provider.pace import write_slot_wait
+from staff_actions.calls import THROTTLED_RUNS, staff_action_run
 from staff_actions.models import StaffAction, StaffActionState
-from staff_actions.services import THROTTLED_RUNS, staff_action_run
 from tests.helpers.broker import take_queued_with_eta
 from tests.helpers.provider import VISA, Api
 from tests.helpers.staff import sign_in_staff
