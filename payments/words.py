@@ -92,6 +92,13 @@ THROTTLED = gettext_lazy(
 )
 
 
+def shop_throttled(error: Throttled, message: str = "") -> ProviderThrottled:
+    """The provider's 429 as the shop's error, the one translation of it (reads and staff
+    actions alike): nothing changed, and the same request goes again after the wait the
+    provider asked for; `message` says what is sent again (a read, unless said)."""
+    return ProviderThrottled(message or str(THROTTLED), retry_after=error.retry_after)
+
+
 @contextmanager
 def provider_errors(*, not_found: str = "", unreachable: str = "") -> Iterator[None]:
     """Raise the provider's errors as the shop's: a write whose answer was lost as
@@ -101,7 +108,7 @@ def provider_errors(*, not_found: str = "", unreachable: str = "") -> Iterator[N
     try:
         yield
     except Throttled as exc:
-        raise ProviderThrottled(str(THROTTLED), retry_after=exc.retry_after) from exc
+        raise shop_throttled(exc) from exc
     except OutcomeUnknown as exc:
         raise ProviderDown(UNCONFIRMED) from exc
     except ProviderUnavailable as exc:

@@ -38,7 +38,6 @@ from payments.provider.errors import (
     PaymentRefused,
     ProviderApiError,
     ProviderDown,
-    ProviderThrottled,
     ProviderUnavailable,
     Throttled,
 )
@@ -46,7 +45,14 @@ from payments.provider.types import ProviderPayment
 from payments.records import Actor, acting_user, record_event
 from payments.rereading.calls import payment_refresh, read_payment
 from payments.snapshots import IllegalTransition, apply_in_transaction, apply_snapshot
-from payments.words import ACTION_FAILED, REFUND, REFUND_UNREAD, done_message, refusal_message
+from payments.words import (
+    ACTION_FAILED,
+    REFUND,
+    REFUND_UNREAD,
+    done_message,
+    refusal_message,
+    shop_throttled,
+)
 from staff_actions.kinds import ActionKind, Outcome
 from staff_actions.models import StaffAction
 
@@ -163,11 +169,11 @@ def _claimed_call(
     try:
         return call()
     except Throttled as exc:
-        # Not done, not refused: the action runs again after the wait asked for, with its key
-        # (staff_actions.calls); the claim taken when it was asked stays meanwhile.
+        # Not done, not refused: the action's task tries again after the wait asked for, with
+        # its key (staff_actions.calls); the claim taken when it was asked stays meanwhile.
         if not claimed:
             release_claim(payment)
-        raise ProviderThrottled(str(THROTTLED_ACTION[action]), retry_after=exc.retry_after) from exc
+        raise shop_throttled(exc, str(THROTTLED_ACTION[action])) from exc
     except ProviderApiError as exc:
         raise _action_failed(payment, exc, actor=actor, action=action) from exc
 
