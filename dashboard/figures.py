@@ -50,9 +50,9 @@ from payments.models import (
     EXPIRY_WARNING_DAYS,
     Payment,
     PaymentEvent,
-    PaymentStatus,
     Refund,
 )
+from payments.statuses import PaymentStatus
 from webhooks.models import GIVEN_UP, LEFT_FOR_STAFF, WebhookEvent, WebhookState
 
 DAYS = 30  # of the sales' figures and chart: today and the 29 days before

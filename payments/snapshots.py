@@ -15,18 +15,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from payments.actions.rules import release_claim
-from payments.models import (
-    AUTHORIZATION_VALIDITY,
-    REACHABLE,
-    Payment,
-    PaymentEventKind,
-    PaymentStatus,
-)
+from payments.models import AUTHORIZATION_VALIDITY, Payment, PaymentEventKind
 from payments.provider.errors import PaymentError
 from payments.provider.types import ProviderPayment
 from payments.records import Actor, notify_status_changed_on_commit, record_event
 from payments.rereading.rules import SCHEDULE_FIELDS, advance, restart
-from payments.statuses import RANK, UnknownProviderStatus, local_status
+from payments.statuses import RANK, REACHABLE, PaymentStatus, UnknownProviderStatus, local_status
 from payments.words import ILLEGAL_MOVE
 
 logger = logging.getLogger(__name__)

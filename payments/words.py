@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.money import pesos
 from core.sentences import Sentence, read_first
-from payments.models import PaymentEvent, status_label
+from payments.models import PaymentEvent
 from payments.provider.errors import (
     CLIENT_SENTENCES,
     NotFound,
@@ -28,7 +28,7 @@ from payments.provider.errors import (
     ProviderUnavailable,
     Throttled,
 )
-from payments.statuses import DETAILS, UNKNOWN_STATUS
+from payments.statuses import DETAILS, UNKNOWN_STATUS, status_label
 
 # --- Messages -----------------------------------------------------------------------------
 # Readable messages for provider refusals and declines (shown to shoppers and staff), and the

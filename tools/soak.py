@@ -282,7 +282,8 @@ class Staff:
 
 def drive(demo: Demo, minutes: float, run: Run, placed: list[str]) -> None:
     from checkout.models import Product
-    from payments.models import Payment, PaymentStatus
+    from payments.models import Payment
+    from payments.statuses import PaymentStatus
 
     products = re.findall(r'href="/productos/([^/"]+)/"', requests.get(demo.shop, timeout=30).text)
     # The shelves are stocked for the whole run (unpaid orders hold their items).

@@ -22,14 +22,7 @@ from payments.actions.rules import (
     release_claimed,
 )
 from payments.actions.subscription_calls import subscription_cancel, subscription_sync
-from payments.models import (
-    Payment,
-    PaymentEventKind,
-    PaymentIntent,
-    PaymentStatus,
-    Refund,
-    Subscription,
-)
+from payments.models import Payment, PaymentEventKind, PaymentIntent, Refund, Subscription
 from payments.provider.client import get_client, new_idempotency_key
 from payments.provider.errors import (
     Conflict,
@@ -45,6 +38,7 @@ from payments.provider.types import ProviderPayment
 from payments.records import Actor, acting_user, record_event
 from payments.rereading.calls import payment_refresh, read_payment
 from payments.snapshots import IllegalTransition, apply_in_transaction, apply_snapshot
+from payments.statuses import PaymentStatus
 from payments.words import (
     ACTION_FAILED,
     REFUND,

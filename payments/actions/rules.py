@@ -12,15 +12,10 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from payments.models import (
-    Payment,
-    PaymentIntent,
-    PaymentStatus,
-    Subscription,
-    SubscriptionStatus,
-)
+from payments.models import Payment, PaymentIntent, Subscription, SubscriptionStatus
 from payments.provider.errors import PaymentInProgress, PaymentNotAllowed
 from payments.records import check_amount
+from payments.statuses import PaymentStatus
 from staff_actions.models import OPEN_ACTION_STATES, StaffAction
 from staff_actions.rules import Asked
 

@@ -15,15 +15,8 @@ from django.utils.translation import gettext_lazy as _
 
 from core.admin_lists import recent_values
 from core.money import pesos
-from payments.models import (
-    EXPIRY_WARNING_DAYS,
-    Payment,
-    PaymentEvent,
-    PaymentStatus,
-    Refund,
-    Subscription,
-    status_label,
-)
+from payments.models import EXPIRY_WARNING_DAYS, Payment, PaymentEvent, Refund, Subscription
+from payments.statuses import PaymentStatus, status_label
 from payments.words import message_text
 
 BADGE_COLOURS = {

@@ -20,7 +20,6 @@ from core.task_queue import send_now
 from payments.metrics import reconciliation_corrected
 from payments.models import (
     EXPIRY_WARNING_DAYS,
-    IN_FLIGHT,
     CaptureMethod,
     Payment,
     PaymentEvent,
@@ -49,6 +48,7 @@ from payments.rereading.rules import (
     spend,
 )
 from payments.snapshots import apply_in_transaction, payment_apply
+from payments.statuses import IN_FLIGHT
 from payments.task_names import CHECK_TASK
 from payments.words import EXPIRY_WARNING, provider_errors
 

@@ -16,7 +16,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from payments.models import EXPIRY_WARNING_DAYS, IN_FLIGHT, Payment, PaymentStatus
+from payments.models import EXPIRY_WARNING_DAYS, Payment
+from payments.statuses import IN_FLIGHT, PaymentStatus
 
 # --- Read schedule ------------------------------------------------------------------------
 # When the shop reads a payment again on its own, in case it moved without a notification (a

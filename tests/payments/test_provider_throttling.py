@@ -20,7 +20,6 @@ from prometheus_client import REGISTRY
 
 from core.errors import TryLater
 from core.task_queue import PROVIDER_THROTTLED, asked_wait
-from payments.models import PaymentStatus
 from payments.provider.client import _retry_after, get_client
 from payments.provider.errors import (
     PaymentOutcomeUnknown,
@@ -29,6 +28,7 @@ from payments.provider.errors import (
     Throttled,
 )
 from payments.provider.pace import write_slot_wait
+from payments.statuses import PaymentStatus
 from staff_actions import kinds
 from staff_actions.calls import staff_action_run
 from staff_actions.kinds import ActionKind, Outcome

@@ -13,9 +13,10 @@ import time_machine
 from django.core.cache import cache
 from django.utils import timezone
 
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
 from payments.rereading.calls import payment_refresh, payment_sync
 from payments.rereading.rules import RECHECK_AFTER, reads_left, spend, spent_this_minute
+from payments.statuses import PaymentStatus
 from tests.factories import provider_payment
 from tests.helpers.provider import Api
 

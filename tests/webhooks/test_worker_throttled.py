@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from django.utils import timezone, translation
 
-from payments.models import PaymentStatus
 from payments.provider.client import get_client
+from payments.statuses import PaymentStatus
 from payments.words import THROTTLED
 from tests.helpers.waiting import wait_until
 from tests.webhooks.helpers import FINISHED, Shop, approvals, captured_at_provider

@@ -41,9 +41,9 @@ from payments.models import (
     Payment,
     PaymentEvent,
     PaymentEventKind,
-    PaymentStatus,
 )
 from payments.rereading.rules import SCHEDULE_FIELDS, restart
+from payments.statuses import PaymentStatus
 from staff_actions.models import StaffAction
 from webhooks.models import EventType, WebhookEvent, WebhookState
 
