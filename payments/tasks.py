@@ -17,7 +17,8 @@ from payments.rereading.calls import (
     payments_check,
     payments_reconcile,
 )
-from payments.rereading.rules import payments_waiting_to_send, schedule_unscheduled
+from payments.rereading.rules import schedule_unscheduled
+from payments.rereading.selectors import payments_waiting_to_send
 from payments.task_names import (
     MARKER_TTL,
     REFRESH_TASK,

@@ -35,7 +35,7 @@ from checkout.task_names import RELEASE_DUPLICATES_TASK
 from checkout.words import PAID_AFTER_CANCELLATION, PAID_AFTER_EXPIRY
 from core.task_queue import queue_on_commit
 from payments.models import Payment
-from payments.rereading.rules import changed_references
+from payments.rereading.selectors import changed_references
 from payments.statuses import IN_FLIGHT, PaymentStatus
 
 logger = logging.getLogger(__name__)

@@ -16,13 +16,13 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 
+from core.money import pesos
 from core.task_queue import send_now
 from payments.metrics import reconciliation_corrected
 from payments.models import (
     EXPIRY_WARNING_DAYS,
     CaptureMethod,
     Payment,
-    PaymentEvent,
     PaymentEventKind,
 )
 from payments.provider.client import get_client
@@ -35,17 +35,19 @@ from payments.provider.errors import (
     ProviderDown,
 )
 from payments.provider.types import ProviderPayment
-from payments.records import Actor
+from payments.records import Actor, record_event
 from payments.rereading.rules import (
     SCHEDULE_FIELDS,
-    advance,
+    payments_lease_checks,
+    read_budget_spend,
+    read_schedule_advance,
+    reads_left,
+)
+from payments.rereading.selectors import (
     authorizations_expired,
     authorizations_to_warn,
     payments_due_for_check,
-    payments_lease_checks,
     payments_unresolved,
-    reads_left,
-    spend,
 )
 from payments.snapshots import apply_in_transaction, payment_apply
 from payments.statuses import IN_FLIGHT
@@ -61,7 +63,7 @@ def read_payment(provider_id: str, *, counted: bool = True) -> ProviderPayment:
     reserved there already (its errors are the client's: wrap it in `provider_errors()` for the
     shop's messages)."""
     if counted:
-        spend()
+        read_budget_spend()
     return get_client().get_payment(provider_id)
 
 
@@ -276,7 +278,7 @@ def payments_reconcile(
     due = [payment.pk for payment in payments_due_for_check(now=now, limit=allowance + 1)]
     report.left_for_later = len(due) > allowance
     claimed = payments_lease_checks(due[:allowance], now=now, until=now + CHECK_LEASE)
-    spend(len(claimed))
+    read_budget_spend(len(claimed))
     for start in range(0, len(claimed), per_task):
         chunk = claimed[start : start + per_task]
         _send_check(chunk)  # their lease is committed: a lost task only delays them
@@ -334,7 +336,7 @@ def payments_check(payment_ids: list[int]) -> CheckReport:
 def _postpone(payment: Payment, now: datetime) -> None:
     """A scheduled read the provider refused (not found, an anomaly): the schedule moves on
     rather than asking again every run."""
-    advance(payment, now=now)
+    read_schedule_advance(payment, now=now)
     Payment.objects.filter(pk=payment.pk).update(
         **{field: getattr(payment, field) for field in SCHEDULE_FIELDS}
     )
@@ -359,17 +361,19 @@ def authorizations_watch(*, now: datetime | None = None) -> WatchReport:
             )
             if not claimed:
                 continue
-            PaymentEvent.objects.create(
-                payment=payment,
-                kind=PaymentEventKind.EXPIRY_WARNING,
-                old_status=payment.status,
-                new_status=payment.status,
+            record_event(
+                payment,
+                PaymentEventKind.EXPIRY_WARNING,
+                old=payment.status,
+                new=payment.status,
                 message=_expiry_message(payment, now),
             )
         warned.append(payment)
     report.warned = len(warned)
     if warned:
-        lines = [f"{p.external_reference}: ${p.amount} · {_expiry_message(p, now)}" for p in warned]
+        lines = [
+            f"{p.external_reference}: {pesos(p.amount)} · {_expiry_message(p, now)}" for p in warned
+        ]
         logger.warning("authorizations expiring soon: %s", "; ".join(lines))
         mail_managers(
             f"{len(warned)} authorization(s) expire within {EXPIRY_WARNING_DAYS} days",

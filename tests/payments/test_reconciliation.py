@@ -331,11 +331,12 @@ def test_staff_are_warned_once_about_an_authorization_about_to_expire(
     provider: Api, settings: Any
 ) -> None:
     """An authorization expiring within 3 days gets a warning: expiry_warned_at, one `expiring`
-    ledger entry and one mail to the managers; the next run warns nothing new."""
+    ledger entry and one mail to the managers (its amount written $1,290.00); the next run warns
+    nothing new."""
     # Given an authorization 28 days old and one just made
     settings.MANAGERS = [("Ops", "ops@example.com")]
     now = timezone.now()
-    expiring = provider_payment(provider, capture_method="manual")
+    expiring = provider_payment(provider, capture_method="manual", amount="1290.00")
     fresh = provider_payment(provider, capture_method="manual")
     age(
         expiring,
@@ -359,7 +360,7 @@ def test_staff_are_warned_once_about_an_authorization_about_to_expire(
     [message] = mail.outbox
     assert message.to == ["ops@example.com"]
     assert "1 authorization(s) expire within 3 days" in message.subject
-    assert expiring.external_reference in message.body
+    assert f"{expiring.external_reference}: $1,290.00 · " in message.body  # money as people read it
     assert fresh.external_reference not in message.body
 
     # When it runs again
