@@ -14,11 +14,12 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
+from core.ledger import Actor
 from payments.actions.rules import release_claim
 from payments.models import AUTHORIZATION_VALIDITY, Payment, PaymentEventKind
 from payments.provider.errors import PaymentError
 from payments.provider.types import ProviderPayment
-from payments.records import Actor, notify_status_changed_on_commit, record_event
+from payments.records import notify_status_changed_on_commit, record_event
 from payments.rereading.rules import SCHEDULE_FIELDS, read_schedule_advance, read_schedule_restart
 from payments.statuses import RANK, REACHABLE, PaymentStatus, UnknownProviderStatus, local_status
 from payments.words import ILLEGAL_MOVE

@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from django.db import transaction
 
+from core.ledger import Actor
 from payments.actions.rules import (
     check_cancel,
     check_capture,
@@ -43,7 +44,7 @@ from payments.provider.errors import (
     Throttled,
 )
 from payments.provider.types import ProviderPayment
-from payments.records import Actor, acting_user, record_event
+from payments.records import acting_user, record_event
 from payments.rereading.calls import payment_refresh, read_payment
 from payments.snapshots import IllegalTransition, apply_in_transaction, apply_snapshot
 from payments.statuses import PaymentStatus

@@ -16,6 +16,7 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 
+from core.ledger import Actor
 from payments.attempts.sealed import seal
 from payments.models import CaptureMethod, Payment, PaymentEventKind
 from payments.provider.errors import (
@@ -25,7 +26,6 @@ from payments.provider.errors import (
     ProviderApiError,
 )
 from payments.records import (
-    Actor,
     acting_user,
     check_amount,
     notify_status_changed_on_commit,

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 
+from core.ledger import Actor
 from core.money import pesos
 from core.task_queue import send_now
 from payments.metrics import reconciliation_corrected
@@ -35,7 +36,7 @@ from payments.provider.errors import (
     ProviderDown,
 )
 from payments.provider.types import ProviderPayment
-from payments.records import Actor, record_event
+from payments.records import record_event
 from payments.rereading.rules import (
     SCHEDULE_FIELDS,
     payments_lease_checks,
