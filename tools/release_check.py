@@ -47,8 +47,8 @@ from tools.release_processes import (
     wait_healthy,
 )
 from tools.release_traffic import Traffic
+from tools.services_for_tests import free_port
 from tools.soak import SECRET
-from tools.test_services import free_port
 
 WORK = ROOT / "var" / "release-check"
 LOGS = WORK / "logs"
