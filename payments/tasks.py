@@ -12,12 +12,8 @@ from payments.attempts.calls import payment_send_create
 from payments.catalogue.calls import payment_methods_refresh, provider_check
 from payments.models import Payment
 from payments.provider.errors import PaymentError, PaymentOutcomeUnknown
-from payments.rereading.calls import (
-    authorizations_watch,
-    payment_refresh,
-    payments_check,
-    payments_reconcile,
-)
+from payments.rereading.calls import payment_refresh, payments_check, payments_reconcile
+from payments.rereading.expiry_calls import authorizations_watch
 from payments.rereading.rules import schedule_unscheduled
 from payments.rereading.selectors import payments_waiting_to_send
 from payments.task_names import (

@@ -10,22 +10,15 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from django.conf import settings
-from django.core.mail import mail_managers
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 
 from core.ledger import Actor
-from core.money import pesos
 from core.task_queue import send_now
 from payments.metrics import reconciliation_corrected
-from payments.models import (
-    EXPIRY_WARNING_DAYS,
-    CaptureMethod,
-    Payment,
-    PaymentEventKind,
-)
+from payments.models import CaptureMethod, Payment, PaymentEventKind
 from payments.provider.client import get_client
 from payments.provider.errors import (
     NotFound,
@@ -36,7 +29,6 @@ from payments.provider.errors import (
     ProviderDown,
 )
 from payments.provider.types import ProviderPayment
-from payments.records import record_event
 from payments.rereading.rules import (
     SCHEDULE_FIELDS,
     payments_lease_checks,
@@ -44,16 +36,11 @@ from payments.rereading.rules import (
     read_schedule_advance,
     reads_left,
 )
-from payments.rereading.selectors import (
-    authorizations_expired,
-    authorizations_to_warn,
-    payments_due_for_check,
-    payments_unresolved,
-)
+from payments.rereading.selectors import payments_due_for_check, payments_unresolved
 from payments.snapshots import apply_in_transaction, payment_apply
 from payments.statuses import IN_FLIGHT
 from payments.task_names import CHECK_TASK
-from payments.words import EXPIRY_WARNING, provider_errors
+from payments.words import provider_errors
 
 # --- Refresh ------------------------------------------------------------------------------
 # Reading one payment from the provider again.
@@ -340,62 +327,4 @@ def _postpone(payment: Payment, now: datetime) -> None:
     read_schedule_advance(payment, now=now)
     Payment.objects.filter(pk=payment.pk).update(
         **{field: getattr(payment, field) for field in SCHEDULE_FIELDS}
-    )
-
-
-@dataclass
-class WatchReport:
-    warned: int = 0
-    refreshed: int = 0
-
-
-def authorizations_watch(*, now: datetime | None = None) -> WatchReport:
-    """Warn staff (ledger, log, managers' mail) about authorizations 27 days old, and refresh
-    those past 30 days: the provider has released the hold by then."""
-    now = now or timezone.now()
-    report = WatchReport()
-    warned: list[Payment] = []
-    for payment in authorizations_to_warn(now=now):
-        with transaction.atomic():
-            claimed = Payment.objects.filter(pk=payment.pk, expiry_warned_at__isnull=True).update(
-                expiry_warned_at=now
-            )
-            if not claimed:
-                continue
-            record_event(
-                payment,
-                PaymentEventKind.EXPIRY_WARNING,
-                old=payment.status,
-                new=payment.status,
-                message=_expiry_message(payment, now),
-            )
-        warned.append(payment)
-    report.warned = len(warned)
-    if warned:
-        lines = [
-            f"{p.external_reference}: {pesos(p.amount)} · {_expiry_message(p, now)}" for p in warned
-        ]
-        logger.warning("authorizations expiring soon: %s", "; ".join(lines))
-        mail_managers(
-            f"{len(warned)} authorization(s) expire within {EXPIRY_WARNING_DAYS} days",
-            "Capture or cancel them in the admin before they expire:\n\n" + "\n".join(lines),
-            fail_silently=True,
-        )
-    for payment in authorizations_expired(now=now, limit=reads_left()):
-        try:
-            payment_refresh(payment=payment)
-        except ProviderDown:
-            break
-        except PaymentError as exc:
-            logger.warning("expired authorization %s not refreshed: %s", payment.pk, exc.message)
-            continue
-        report.refreshed += 1
-    return report
-
-
-def _expiry_message(payment: Payment, now: datetime) -> str:
-    expires = payment.authorization_expires_at or now + timedelta(days=EXPIRY_WARNING_DAYS)
-    hours = max(int((expires - now).total_seconds() // 3600), 0)
-    return EXPIRY_WARNING(
-        when=f"{timezone.localtime(expires):%Y-%m-%d %H:%M}", days=hours // 24, hours=hours % 24
     )

@@ -21,11 +21,8 @@ from payments.actions.calls import payment_cancel
 from payments.attempts.rules import payment_attempt_store
 from payments.models import Payment, PaymentEvent, PaymentEventKind
 from payments.provider.errors import PaymentOutcomeUnknown, PaymentRefused
-from payments.rereading.calls import (
-    SyncOutcome,
-    authorizations_watch,
-    payment_sync,
-)
+from payments.rereading.calls import SyncOutcome, payment_sync
+from payments.rereading.expiry_calls import authorizations_watch
 from payments.statuses import PaymentStatus
 from payments.task_names import MARKER_TTL, SEND_CREATE_TASK, marker
 from payments.tasks import payment_send_create_task, payments_send_waiting_task
