@@ -36,7 +36,12 @@ from payments.rereading.rules import (
     read_schedule_advance,
     reads_left,
 )
-from payments.rereading.selectors import payments_due_for_check, payments_unresolved
+from payments.rereading.selectors import (
+    SYNC_COMPARED,
+    payment_held,
+    payments_due_for_check,
+    payments_unresolved,
+)
 from payments.snapshots import apply_in_transaction, payment_apply
 from payments.statuses import IN_FLIGHT
 from payments.task_names import CHECK_TASK
@@ -109,11 +114,8 @@ def _fetch(provider_id: str) -> ProviderPayment | None:
             return None
 
 
-_AMOUNTS = ("status", "provider_version", "captured_amount", "refunded_amount")
-
-
 def _amounts(payment: Payment) -> tuple[object, ...]:
-    return tuple(getattr(payment, field) for field in _AMOUNTS)
+    return tuple(getattr(payment, field) for field in SYNC_COMPARED)
 
 
 def payment_sync(*, provider_id: str, known: Payment | None = None) -> SyncResult:
@@ -138,13 +140,6 @@ def _reference_is_ours(reference: str) -> bool:
     if Payment.objects.filter(external_reference=reference).exists():
         return True
     return bool(import_string(settings.PAYMENTS_REFERENCE_OWNER_FUNCTION)(reference))
-
-
-def payment_held(provider_id: str) -> Payment | None:
-    """The payment held under this provider id (None: none), with just what `payment_sync`
-    compares: the apply locks and reads the whole row again (a notification's read of an
-    unchanged payment would otherwise load its snapshot twice)."""
-    return Payment.objects.filter(provider_id=provider_id).only(*_AMOUNTS).first()
 
 
 def _apply_held(held: Payment, remote: ProviderPayment) -> SyncResult:

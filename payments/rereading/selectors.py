@@ -1,7 +1,8 @@
-"""Reading payments again, the selectors: which payments the schedules take (reads only: the
+"""Reading payments again, the selectors (reads only): which payments the schedules take (the
 read schedule's due payments, the creates waiting to be sent, the attempts no notification has
-named, the authorizations to warn about or past their expiry) and the references of the payments
-changed lately (the orders' sweep)."""
+named, the authorizations to warn about or past their expiry), the payment held under a
+provider id (a notification's), and the references of the payments changed lately (the
+orders' sweep)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,17 @@ from django.utils import timezone
 
 from payments.models import EXPIRY_WARNING_DAYS, Payment
 from payments.statuses import IN_FLIGHT, PaymentStatus
+
+# What `payment_sync` compares of a payment before and after it applies the provider's.
+SYNC_COMPARED = ("status", "provider_version", "captured_amount", "refunded_amount")
+
+
+def payment_held(provider_id: str) -> Payment | None:
+    """The payment held under this provider id (None: none), with just what `payment_sync`
+    compares: the apply locks and reads the whole row again (a notification's read of an
+    unchanged payment would otherwise load its snapshot twice)."""
+    return Payment.objects.filter(provider_id=provider_id).only(*SYNC_COMPARED).first()
+
 
 PENDING_RECONCILE_AFTER = timedelta(minutes=10)
 
