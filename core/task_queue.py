@@ -161,9 +161,9 @@ def send_once(
 @dataclass(frozen=True)
 class RetryPolicy:
     """How long a kind of work keeps trying: exponential backoff with full jitter from `backoff`
-    seconds up to `backoff_max`, at most `max_retries` times. A policy with `read_figures` takes
-    those three from it each time it is asked (a function that reads settings, each named in
-    full), so that a deployment can tune them."""
+    seconds up to `backoff_max`, at most `max_retries` times. A policy with `read_figures` asks
+    that function for its three figures each time (it reads the settings, each named in full),
+    so that a deployment can tune them."""
 
     name: str
     backoff: int = 0
