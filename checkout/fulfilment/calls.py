@@ -57,7 +57,7 @@ from staff_actions.models import StaffAction
 @contextmanager
 def _provider_refusals() -> Iterator[None]:
     """A refusal of the payments app (its message is readable) refuses the order's action; a
-    provider asking to slow down does not (the action runs again: `staff_actions.services`)."""
+    provider asking to slow down does not (its task tries again: `staff_actions.calls`)."""
     try:
         yield
     except TryLater:
