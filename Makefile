@@ -49,13 +49,13 @@ sandbox: install
 ## The alert rules' unit tests (docs/monitoring; promtool: Debian's `prometheus` package, whose
 ## server is stopped if the package starts it), then the whole suite on PostgreSQL and Redis:
 ## DATABASE_URL and REDIS_URL when set (CI), else a PostgreSQL and a Redis of the run's own,
-## started and removed by tools/test_services.py. The browser tests drive Debian's chromium.
+## started and removed by tools/services_for_tests.py. The browser tests drive Debian's chromium.
 test: install
 	@$(APT_ENSURE) chromium
 	@$(APT_ENSURE) --no-recommends --stop prometheus promtool prometheus
 	promtool check rules docs/monitoring/alerts.yml
 	promtool test rules docs/monitoring/alerts_test.yml
-	$(BIN)/python -m tools.test_services -- $(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m tools.services_for_tests -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

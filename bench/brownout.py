@@ -25,7 +25,7 @@ from typing import Any
 import requests
 
 from bench import runtime
-from tools import soak
+from tools.shopper import Shopper as HttpShopper
 
 PAID, FINAL = ("approved", "authorized"), ("approved", "authorized", "rejected", "failed")
 # Seconds between two questions of a shopper's page about its payment (static/js/payment.js).
@@ -42,9 +42,10 @@ ROWS = {"shop": "checkout:pay_attempt", "peer": "bench_inline_pay"}
 SEEN = ("reference", "result", "answer", "answered", "final", "polls", "errors")
 
 
-class Shopper(soak.Shopper):
-    """The soak's shopper (a browser as plain HTTP) from an address of its own (behind the
-    proxy), with a card token made at the sandbox, and what it saw of its payment (`SEEN`)."""
+class Shopper(HttpShopper):
+    """The shared shopper (a browser as plain HTTP, tools/shopper.py) from an address of its own
+    (behind the proxy), with a card token made at the sandbox, and what it saw of its payment
+    (`SEEN`)."""
 
     addresses = itertools.count(1)
 

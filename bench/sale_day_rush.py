@@ -17,7 +17,7 @@ from urllib.parse import urljoin
 import requests
 
 from bench import runtime, sale_day_cpu, sale_day_shop, sale_day_stats
-from tools import soak
+from tools.shopper import CUSTOMER
 
 RATE_LIMITS = "/_sandbox/rate_limits"
 # Creates a second: under what the shop itself serves on two cores (9 new shoppers a second,
@@ -119,7 +119,7 @@ def prepare(shopper: sale_day_shop.SaleShopper, slug: str) -> bool:
 def press(shopper: sale_day_shop.SaleShopper, messages: list[str]) -> dict[str, Any]:
     """The "continue" of the filled details form: what it answered, and when the shopper knew
     (`told`: after the page it was sent to, when sent back to the cart)."""
-    body = {**soak.CUSTOMER, "csrfmiddlewaretoken": shopper._csrf()}
+    body = {**CUSTOMER, "csrfmiddlewaretoken": shopper._csrf()}
     url, started = f"{shopper.shop}/checkout/", time.monotonic()
     try:
         answer = shopper.http.post(url, body, allow_redirects=False, timeout=RUSH_TIMEOUT)

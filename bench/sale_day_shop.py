@@ -16,7 +16,7 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 from bench import brownout, sale_day_cpu
-from tools import soak
+from tools.shopper import OrderNotPlaced
 
 STEPS = ("home", "product", "cart_add", "cart", "details", "order", "pay_page", "pay", "status")
 PAGES = STEPS[:7]  # the storefront's pages ("page p95"); the payment page's JSON calls after
@@ -169,7 +169,7 @@ class SaleShopper(brownout.Shopper):
             self.click_pay(*paths, timeout)
         except Stopped:
             self.visit.error = "stopped"
-        except (requests.RequestException, soak.OrderNotPlaced, ValueError, KeyError) as exc:
+        except (requests.RequestException, OrderNotPlaced, ValueError, KeyError) as exc:
             self.visit.error = error_label(exc)
         finally:
             self.http.close()
@@ -184,7 +184,7 @@ def error_label(exc: Exception) -> str:
     if isinstance(exc, requests.HTTPError) and response is not None:
         method = response.request.method if response.request else "GET"
         return f"{response.status_code} at {step_of(method or 'GET', urlsplit(response.url).path)}"
-    if isinstance(exc, soak.OrderNotPlaced):
+    if isinstance(exc, OrderNotPlaced):
         return f"order not placed ({exc.status})"
     return type(exc).__name__
 

@@ -11,7 +11,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.formats import date_format
@@ -22,13 +21,12 @@ from books.models import FacturaRequest, FacturaState
 from books.selectors import INVOICEABLE, credit_note_amount, order_money
 from checkout.models import Order, OrderEvent, OrderEventKind
 from core.errors import Refusal
+from core.ledger import Actor
 from core.money import pesos
 from core.task_queue import queue_on_commit
 
 MAIL_TASK = "books.tasks.factura_mail_task"
 FIELDS = ("rfc", "name", "regimen", "use", "postal_code", "email")
-
-Actor = AbstractBaseUser | AnonymousUser | None
 
 
 class FacturaRefused(Refusal):

@@ -22,7 +22,8 @@ from django.db.models.functions import Coalesce
 
 from books.models import FacturaRequest, FacturaState
 from checkout.models import Order, OrderStatus
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
+from payments.statuses import PaymentStatus
 
 # Orders a factura may be asked for: paid, in full or in part refunded.
 INVOICEABLE = (OrderStatus.PAID, OrderStatus.PARTIALLY_REFUNDED)

@@ -27,6 +27,7 @@ from checkout.words import interest_free_text
 from core.admin_lists import (
     BoundedListAdmin,
     DateRangeFilter,
+    ReadOnlyAdmin,
     SearchTerm,
     Shape,
     recent_values,
@@ -46,7 +47,7 @@ class ProductAdmin(admin.ModelAdmin):
         return f"{mxn(obj.price)} MXN"
 
 
-class OrderItemInline(admin.TabularInline):
+class OrderItemInline(ReadOnlyAdmin, admin.TabularInline):
     model = OrderItem
     extra = 0
     can_delete = False
@@ -54,12 +55,6 @@ class OrderItemInline(admin.TabularInline):
     readonly_fields = fields
     verbose_name = _("item")
     verbose_name_plural = _("items")
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description=_("unit price"))
     def price(self, obj: OrderItem) -> str:
@@ -70,7 +65,7 @@ class OrderItemInline(admin.TabularInline):
         return mxn(obj.line_total)
 
 
-class OrderMailInline(admin.TabularInline):
+class OrderMailInline(ReadOnlyAdmin, admin.TabularInline):
     """The mails due to the customer for the order's events, and whether each went out (read
     only: they are sent by their tasks)."""
 
@@ -80,12 +75,6 @@ class OrderMailInline(admin.TabularInline):
     fields = ["kind", "amount_shown", "created_at", "sent", "text_sent"]
     readonly_fields = fields
     ordering = ["created_at", "id"]
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description=_("amount"))
     def amount_shown(self, obj: OrderMail) -> str:
@@ -150,7 +139,7 @@ class UnsentMailsFilter(admin.SimpleListFilter):
 
 
 @admin.register(Order)
-class OrderAdmin(BoundedListAdmin, OrderActionsMixin):
+class OrderAdmin(ReadOnlyAdmin, BoundedListAdmin, OrderActionsMixin):
     """The staff's main screen: the order, its customer, its payments and their ledger, and
     the actions the staff member may take on it. The list stays fast on a year of orders
     (core.admin_lists): each sortable column, filter and search has its index."""
@@ -191,15 +180,6 @@ class OrderAdmin(BoundedListAdmin, OrderActionsMixin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return [f for _name, options in self.fieldsets for f in options["fields"]]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # orders move through their actions only
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def change_context(self, request: HttpRequest, obj: Order) -> dict[str, Any]:
         payments = order_payments(obj)

@@ -34,7 +34,7 @@ from checkout.fulfilment.rules import (
 from checkout.models import Order
 from checkout.orders.selectors import order_payments
 from checkout.templatetags.shop import mxn
-from payments.models import PaymentStatus
+from payments.statuses import PaymentStatus
 from staff_actions.admin import ActionPage, StaffActionsAdmin
 
 

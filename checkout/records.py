@@ -1,13 +1,10 @@
-"""What every change to an order shares: who made it (`Actor`) and its line in the order's
-ledger (`OrderEvent`), written by every feature that changes an order."""
+"""What every change to an order shares: who made it (`core.ledger.Actor`) and its line in the
+order's ledger (`OrderEvent`), written by every feature that changes an order."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from checkout.models import Order, OrderEvent
-
-Actor = Any  # the staff user, kept in the ledger (None: the shop itself)
+from core.ledger import Actor
 
 
 def order_event_record(order: Order, kind: str, message: str, actor: Actor) -> None:

@@ -12,7 +12,8 @@ from django.utils.translation import gettext_noop
 from checkout.templatetags.shop import mxn
 from core.money import pesos
 from core.sentences import Sentence, read_first
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
+from payments.statuses import PaymentStatus
 
 # --- Ledger -------------------------------------------------------------------------------
 # The order's ledger (OrderEvent) as staff read it: the sentences the shop writes into an

@@ -9,7 +9,8 @@ column, which its index serves, where Django reads `EXTRACT(…)` of every row; 
 can say (`created_at__week_day=2`) or no date at all (`created_at__month=13`) is refused with a
 message, and the list shows every date.
 
-Each admin keeps its own lookups (`search`); this module only reads the term's shape."""
+Each admin keeps its own lookups (`search`); this module only reads the term's shape. An admin
+whose rows staff only read (the ledgers, the notifications, the payments) is a `ReadOnlyAdmin`."""
 
 from __future__ import annotations
 
@@ -345,6 +346,21 @@ class BoundedListAdmin(admin.ModelAdmin):
     def search(self, queryset: QuerySet[Any], term: SearchTerm) -> QuerySet[Any]:
         """The rows the term names exactly (by its shape); each admin says how."""
         raise NotImplementedError
+
+
+class ReadOnlyAdmin:
+    """An admin (or inline) whose rows staff only read: the shop writes them (its services, its
+    ledgers, its tasks), so nobody adds, changes or deletes one here. Put it first among the
+    bases; an admin that lets some add overrides `has_add_permission`."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 def recent_values(queryset: QuerySet[Any], field: str, *, limit: int | None = None) -> list[Any]:

@@ -1,5 +1,8 @@
-"""What every app's errors share: a refusal, whose message is safe to show to the person who
-asked (a shopper, a staff member), in their language."""
+"""The two errors every app's own build on: a `Refusal`, whose message is safe to show to the
+person who asked (a shopper, a staff member), in their language; and a `TryLater`, the other
+side asking to be asked again later (a provider's 429), which a task waits out
+(`core.task_queue`). Each app's refusals live with the rules that raise them (payments'
+`PaymentError` in payments/provider/errors.py, `ActionBusy` in staff_actions/rules.py, ...)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,20 @@
 """The ledgers' model base: an entry is written once, then never changed or deleted, since it is
 the record of what happened. A payment's ledger (`PaymentEvent`) and an order's (`OrderEvent`)
 are both `LedgerEntry`: what happened (`kind`, each ledger its own choices), in words (`message`),
-who did it (`actor`, none for the shop itself) and when."""
+who did it (`actor`, none for the shop itself: the one `Actor` type every app's changes take)
+and when."""
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+
+# Who made a change, as the code that makes it is told: a signed-in user (staff), an anonymous
+# request's user, or None (the shop itself). A ledger keeps only a signed-in one as its `actor`.
+Actor = AbstractBaseUser | AnonymousUser | None
 
 
 class AppendOnlyEntry(models.Model):

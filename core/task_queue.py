@@ -161,25 +161,21 @@ def send_once(
 @dataclass(frozen=True)
 class RetryPolicy:
     """How long a kind of work keeps trying: exponential backoff with full jitter from `backoff`
-    seconds up to `backoff_max`, at most `max_retries` times. A policy `from_settings` reads its
-    figures from the settings named `<prefix>_RETRY_BACKOFF`, `_RETRY_BACKOFF_MAX` and
-    `_MAX_RETRIES` each time, so that a deployment can tune it."""
+    seconds up to `backoff_max`, at most `max_retries` times. A policy with `read_figures` asks
+    that function for its three figures each time (it reads the settings, each named in full),
+    so that a deployment can tune them."""
 
     name: str
     backoff: int = 0
     backoff_max: int = 0
     max_retries: int = 0
-    from_settings: str = ""
+    read_figures: Callable[[], tuple[int, int, int]] | None = None
     retry_on: tuple[type[BaseException], ...] = field(default=())
 
     def figures(self) -> tuple[int, int, int]:
-        if self.from_settings:
-            prefix = self.from_settings
-            return (
-                int(getattr(settings, f"{prefix}_RETRY_BACKOFF")),
-                int(getattr(settings, f"{prefix}_RETRY_BACKOFF_MAX")),
-                int(getattr(settings, f"{prefix}_MAX_RETRIES")),
-            )
+        """(backoff, backoff_max, max_retries)."""
+        if self.read_figures is not None:
+            return self.read_figures()
         return self.backoff, self.backoff_max, self.max_retries
 
     def on(self, *errors: type[BaseException]) -> RetryPolicy:
@@ -219,8 +215,18 @@ class RetryPolicy:
 NO_RETRY = RetryPolicy("no retry")
 # A create whose outcome is unknown: sent again with its key until the provider says.
 PROVIDER_UNCONFIRMED = RetryPolicy("provider unconfirmed", 5, 600, 20)
+
+
+def _webhooks_retry_figures() -> tuple[int, int, int]:
+    return (
+        int(settings.WEBHOOKS_RETRY_BACKOFF),
+        int(settings.WEBHOOKS_RETRY_BACKOFF_MAX),
+        int(settings.WEBHOOKS_MAX_RETRIES),
+    )
+
+
 # A payment read for its notifications while the provider is unreachable (then given up).
-PROVIDER_READ = RetryPolicy("provider read", from_settings="WEBHOOKS")
+PROVIDER_READ = RetryPolicy("provider read", read_figures=_webhooks_retry_figures)
 # A second charge given back: the provider may take a while to let it be refunded.
 CHARGE_RELEASE = RetryPolicy("charge release", 5, 600, 50)
 # Moving the shop's own records (an order following its payments).
@@ -229,6 +235,9 @@ RECORD_SYNC = RetryPolicy("record sync", 2, 300, 20)
 MAIL = RetryPolicy("mail", 30, 1800, 20)
 # A mail a shopper asked for on a page: worth little after a few minutes.
 MAIL_ON_REQUEST = RetryPolicy("mail on request", 30, 600, 5)
+# Work the provider asked to slow down (a 429), and nothing else: each try comes after the wait
+# it asked for plus jitter (`ShopTask.retry`), never after the backoff; 20 tries at most.
+PROVIDER_THROTTLED = RetryPolicy("provider throttled", 1, 60, 20)
 
 
 def asked_wait(exc: BaseException | None) -> float | None:

@@ -43,16 +43,16 @@ from django.utils import timezone
 from checkout.admission.rules import admission_figures, pace_kind, page_p95
 from checkout.mails.selectors import unsent_for
 from checkout.models import TO_SHIP, Order, OrderMail
-from core.cache_redis import cache_redis_kept
+from core.cache_redis import cache_is_redis
 from payments.models import (
     AUTHORIZATION_VALIDITY,
     CHARGE_ENTRY,
     EXPIRY_WARNING_DAYS,
     Payment,
     PaymentEvent,
-    PaymentStatus,
     Refund,
 )
+from payments.statuses import PaymentStatus
 from webhooks.models import GIVEN_UP, LEFT_FOR_STAFF, WebhookEvent, WebhookState
 
 DAYS = 30  # of the sales' figures and chart: today and the 29 days before
@@ -148,7 +148,7 @@ class Admission:
 
 def admission_now() -> Admission | None:
     """The queue's figures (None: no Redis, or it cannot be read)."""
-    if not cache_redis_kept():
+    if not cache_is_redis():
         return None
     try:
         pace, waiting = admission_figures()

@@ -21,7 +21,7 @@ from prometheus_client.registry import Collector
 
 from checkout import metrics as checkout_metrics
 from checkout.admission.rules import admission_figures, pace_kind, page_p95
-from core.cache_redis import cache_redis_kept
+from core.cache_redis import cache_is_redis
 from monitoring import heartbeats
 from payments import metrics as payments_metrics
 from webhooks import metrics as webhooks_metrics
@@ -167,7 +167,7 @@ class ShopStateCollector(Collector):
         yield beat
 
     def _admission(self) -> Iterator[GaugeMetricFamily]:
-        if not cache_redis_kept():
+        if not cache_is_redis():
             return
         try:
             per_second, waiting = admission_figures()

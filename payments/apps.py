@@ -7,7 +7,7 @@ class PaymentsConfig(AppConfig):
     verbose_name = _("Payments")
 
     def ready(self) -> None:
-        from payments.actions.calls import KINDS
+        from payments.actions.kinds import KINDS
         from staff_actions.kinds import register
 
         register(*KINDS)

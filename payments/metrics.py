@@ -15,7 +15,8 @@ from django.db.models import Count, Min, Q, Sum
 from prometheus_client import Counter, Histogram
 
 from core.metrics import GaugeValues, counts_by_state
-from payments.models import EXPIRY_WARNING_DAYS, IN_FLIGHT, Payment, PaymentStatus
+from payments.models import EXPIRY_WARNING_DAYS, Payment
+from payments.statuses import IN_FLIGHT, PaymentStatus
 
 # Up to the read timeout (15 s) and past it: a call that retried runs up to a minute.
 CALL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0)

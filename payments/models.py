@@ -1,4 +1,5 @@
-"""Local records of payments: what the shop knows, and everything that happened to each.
+"""Local records of payments: what the shop knows, and everything that happened to each (their
+statuses and the moves between them: `payments.statuses`).
 
 `payments` knows nothing about orders: it keeps the order reference in `external_reference`
 and sends `payment_status_changed` when a payment's status changes.
@@ -19,85 +20,17 @@ from django.utils.translation import gettext_lazy as _
 
 from core.ledger import LedgerEntry
 from core.money import pesos
+from payments.statuses import (
+    CANCELLED_UNCHARGED,
+    FINAL_STATUSES,
+    IN_FLIGHT,
+    PaymentStatus,
+    status_label,
+)
 
 AUTHORIZATION_VALIDITY = timedelta(days=30)
 # Staff are warned this long before an uncaptured authorization expires (at 27 days).
 EXPIRY_WARNING_DAYS = 3
-
-
-class PaymentStatus(models.TextChoices):
-    # Local states, before or without a provider answer.
-    CREATING = "creating", _("Creating")
-    UNKNOWN = "unknown", _("Outcome unknown")
-    FAILED = "failed", _("Not created")
-    # The provider's states.
-    PENDING = "pending", _("Pending (3-D Secure)")
-    AUTHORIZED = "authorized", _("Authorized")
-    APPROVED = "approved", _("Approved")
-    REJECTED = "rejected", _("Rejected")
-    CANCELLED = "cancelled", _("Cancelled")
-    REFUNDED = "refunded", _("Refunded")
-
-
-def status_label(value: str) -> str:
-    """A status's label in the active language; a value the shop does not know (a provider's
-    status it has never heard of, kept in a ledger entry) as it was said."""
-    try:
-        return str(PaymentStatus(value).label)
-    except ValueError:
-        return value
-
-
-# An attempt whose create has no answer yet: it may or may not exist at the provider.
-IN_FLIGHT = (PaymentStatus.CREATING, PaymentStatus.UNKNOWN)
-# Detail codes of a cancelled authorization: by the merchant, or expired (nothing charged).
-CANCELLED_UNCHARGED = frozenset({"CA-MER01", "CA-EXP01"})
-FINAL_STATUSES = frozenset(
-    {
-        PaymentStatus.FAILED,
-        PaymentStatus.REJECTED,
-        PaymentStatus.CANCELLED,
-        PaymentStatus.REFUNDED,
-    }
-)
-# Where each status may go next (anything else is an illegal transition).
-ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
-    PaymentStatus.CREATING: frozenset(PaymentStatus.values) - {PaymentStatus.CREATING},
-    PaymentStatus.UNKNOWN: frozenset(PaymentStatus.values)
-    - {PaymentStatus.CREATING, PaymentStatus.UNKNOWN},
-    PaymentStatus.PENDING: frozenset(
-        {
-            PaymentStatus.AUTHORIZED,
-            PaymentStatus.APPROVED,
-            PaymentStatus.REJECTED,
-            PaymentStatus.CANCELLED,
-        }
-    ),
-    PaymentStatus.AUTHORIZED: frozenset({PaymentStatus.APPROVED, PaymentStatus.CANCELLED}),
-    PaymentStatus.APPROVED: frozenset({PaymentStatus.REFUNDED, PaymentStatus.CANCELLED}),
-    PaymentStatus.FAILED: frozenset(),
-    PaymentStatus.REJECTED: frozenset(),
-    PaymentStatus.CANCELLED: frozenset(),
-    PaymentStatus.REFUNDED: frozenset(),
-}
-
-
-def _reachable(graph: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
-    """Statuses reachable through one or more legal steps (a newer snapshot may skip some)."""
-    closure: dict[str, frozenset[str]] = {}
-    for start in graph:
-        seen: set[str] = set()
-        todo = list(graph[start])
-        while todo:
-            status = todo.pop()
-            if status not in seen:
-                seen.add(status)
-                todo.extend(graph[status])
-        closure[start] = frozenset(seen)
-    return closure
-
-
-REACHABLE = _reachable(ALLOWED_TRANSITIONS)
 
 
 class CaptureMethod(models.TextChoices):

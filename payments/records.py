@@ -1,4 +1,4 @@
-"""What every change to a payment shares: who made it (`Actor`), its line in the payment's
+"""What every change to a payment shares: who made it (`acting_user`), its line in the payment's
 ledger, the status-change signal sent once the change is committed, and the amount check."""
 
 from __future__ import annotations
@@ -6,18 +6,16 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from core.ledger import Actor
 from core.money import pesos
 from payments.metrics import payment_transition_counted
 from payments.models import Payment, PaymentEvent
 from payments.provider.errors import InvalidAmount
 from payments.provider.types import CENT
 from payments.signals import payment_status_changed
-
-Actor = AbstractBaseUser | AnonymousUser | None
 
 
 def acting_user(actor: Actor) -> Any:

@@ -14,19 +14,14 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
+from core.ledger import Actor
 from payments.actions.rules import release_claim
-from payments.models import (
-    AUTHORIZATION_VALIDITY,
-    REACHABLE,
-    Payment,
-    PaymentEventKind,
-    PaymentStatus,
-)
+from payments.models import AUTHORIZATION_VALIDITY, Payment, PaymentEventKind
 from payments.provider.errors import PaymentError
 from payments.provider.types import ProviderPayment
-from payments.records import Actor, notify_status_changed_on_commit, record_event
-from payments.rereading.rules import SCHEDULE_FIELDS, advance, restart
-from payments.statuses import RANK, UnknownProviderStatus, local_status
+from payments.records import notify_status_changed_on_commit, record_event
+from payments.rereading.rules import SCHEDULE_FIELDS, read_schedule_advance, read_schedule_restart
+from payments.statuses import RANK, REACHABLE, PaymentStatus, UnknownProviderStatus, local_status
 from payments.words import ILLEGAL_MOVE
 
 logger = logging.getLogger(__name__)
@@ -107,9 +102,9 @@ def _read_unchanged(payment: Payment, now: datetime, *, scheduled: bool) -> None
     the caller holds it: dropped once answered)."""
     payment.last_synced_at = now
     if scheduled:
-        advance(payment, now=now)
+        read_schedule_advance(payment, now=now)
     else:
-        restart(payment, now=now)
+        read_schedule_restart(payment, now=now)
     payment.save(update_fields=["last_synced_at", "create_request", *SCHEDULE_FIELDS])
 
 
@@ -143,7 +138,7 @@ def apply_snapshot(
     if _held(payment) == before:
         _read_unchanged(payment, now, scheduled=scheduled)
         return False
-    restart(payment, now=now)
+    read_schedule_restart(payment, now=now)
     payment.save()
     status_changed = new != old
     changed = status_changed or (payment.captured_amount, payment.refunded_amount) != amounts_before

@@ -12,7 +12,6 @@ SEND_CREATE_TASK = "payments.tasks.payment_send_create_task"
 REFRESH_TASK = "payments.tasks.payment_refresh_task"
 CHECK_TASK = "payments.tasks.payments_check_task"
 METHODS_REFRESH_TASK = "payments.tasks.payment_methods_refresh_task"
-STAFF_ACTION_RUN_TASK = "payments.tasks.staff_action_run_task"
 
 # How long a marker says a task is on its way: long enough for a create's retries (up to 10
 # minutes apart); a refresh runs at once.

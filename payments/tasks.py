@@ -1,6 +1,7 @@
-"""Payments' tasks: every call to the provider is made here, never in a web request. Thin:
-each takes an id and calls a feature's `calls` (attempts, rereading, catalogue). The staff
-actions' tasks are `staff_actions.tasks` (their names kept as `payments.tasks.*`)."""
+"""Payments' own tasks, thin: each calls a feature's `calls` (attempts, rereading, catalogue),
+which reach the provider (never in a web request), or its rules (the sweeps of the schedules).
+Other apps' tasks reach payments' calls too: the staff actions' (`staff_actions.tasks`, their
+names kept as `payments.tasks.*`), the notifications' (`webhooks.tasks`) and checkout's."""
 
 from __future__ import annotations
 
@@ -11,13 +12,10 @@ from payments.attempts.calls import payment_send_create
 from payments.catalogue.calls import payment_methods_refresh, provider_check
 from payments.models import Payment
 from payments.provider.errors import PaymentError, PaymentOutcomeUnknown
-from payments.rereading.calls import (
-    authorizations_watch,
-    payment_refresh,
-    payments_check,
-    payments_reconcile,
-)
-from payments.rereading.rules import payments_waiting_to_send, schedule_unscheduled
+from payments.rereading.calls import payment_refresh, payments_check, payments_reconcile
+from payments.rereading.expiry_calls import authorizations_watch
+from payments.rereading.rules import schedule_unscheduled
+from payments.rereading.selectors import payments_waiting_to_send
 from payments.task_names import (
     MARKER_TTL,
     REFRESH_TASK,
@@ -99,9 +97,14 @@ def payment_send_create_task(payment_id: int) -> str:
     return _send_create(payment_id)
 
 
+# The create task's earlier name: the release of 25 November (CHANGELOG.md) queues creates by it
+# and nothing else, and `make release-check` runs that release beside this tree. Remove it (with
+# its route in config/settings/queues.py and its line in tests/test_task_names.py) once the
+# previous release in CHANGELOG.md is one that queues `payment_send_create_task`: from the
+# release after the first one that ships this code.
 @shop_task("payments.tasks.payment_confirm_create_task", retry=RETRY_UNCONFIRMED, base=_SendCreate)
 def payment_confirm_create_task(payment_id: int) -> str:
-    """The create task's earlier name, for its messages still queued."""
+    """The create task's earlier name, for the messages the release before still queues."""
     return _send_create(payment_id)
 
 

@@ -2,7 +2,8 @@
 and declines (shown to shoppers and staff) and the one place where the provider's errors become
 the shop's (`provider_errors`); the payments' ledger as staff read it (the sentences the shop
 writes into an entry, read back in the staff member's language); and what staff read once an
-action on a payment is done."""
+action on a payment is done, or of one not done (its answer lost, the provider throttling or
+unreachable)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.money import pesos
 from core.sentences import Sentence, read_first
-from payments.models import PaymentEvent, status_label
+from payments.models import PaymentEvent
 from payments.provider.errors import (
     CLIENT_SENTENCES,
     NotFound,
@@ -28,7 +29,7 @@ from payments.provider.errors import (
     ProviderUnavailable,
     Throttled,
 )
-from payments.statuses import DETAILS, UNKNOWN_STATUS
+from payments.statuses import DETAILS, UNKNOWN_STATUS, status_label
 
 # --- Messages -----------------------------------------------------------------------------
 # Readable messages for provider refusals and declines (shown to shoppers and staff), and the
@@ -92,6 +93,13 @@ THROTTLED = gettext_lazy(
 )
 
 
+def shop_throttled(error: Throttled, message: str = "") -> ProviderThrottled:
+    """The provider's 429 as the shop's error, the one translation of it (reads and staff
+    actions alike): nothing changed, and the same request goes again after the wait the
+    provider asked for; `message` says what is sent again (a read, unless said)."""
+    return ProviderThrottled(message or str(THROTTLED), retry_after=error.retry_after)
+
+
 @contextmanager
 def provider_errors(*, not_found: str = "", unreachable: str = "") -> Iterator[None]:
     """Raise the provider's errors as the shop's: a write whose answer was lost as
@@ -101,7 +109,7 @@ def provider_errors(*, not_found: str = "", unreachable: str = "") -> Iterator[N
     try:
         yield
     except Throttled as exc:
-        raise ProviderThrottled(str(THROTTLED), retry_after=exc.retry_after) from exc
+        raise shop_throttled(exc) from exc
     except OutcomeUnknown as exc:
         raise ProviderDown(UNCONFIRMED) from exc
     except ProviderUnavailable as exc:
@@ -110,6 +118,46 @@ def provider_errors(*, not_found: str = "", unreachable: str = "") -> Iterator[N
         raise PaymentRefused(not_found or refusal_message(exc)) from exc
     except ProviderApiError as exc:
         raise PaymentRefused(refusal_message(exc)) from exc
+
+
+# --- Staff actions not done ---------------------------------------------------------------
+
+# What staff read of a capture, cancellation or refund whose answer was lost (it may have been
+# done: the payment is read again), that the provider asked to slow down (it is sent again), or
+# that could not reach the provider at all (then it was not done).
+ACTION_NOT_CONFIRMED = {
+    "capture": gettext_lazy(
+        "The payment service did not confirm the capture. The payment was refreshed; check its "
+        "status before trying again."
+    ),
+    "cancellation": gettext_lazy(
+        "The payment service did not confirm the cancellation. The payment was refreshed; "
+        "check its status before trying again."
+    ),
+    "refund": gettext_lazy(
+        "The payment service did not confirm the refund. The payment was refreshed; check its "
+        "status before trying again."
+    ),
+}
+ACTION_THROTTLED = {
+    "capture": gettext_lazy(
+        "The payment service asked the shop to slow down; the capture is sent again in a moment."
+    ),
+    "cancellation": gettext_lazy(
+        "The payment service asked the shop to slow down; the cancellation is sent again in a "
+        "moment."
+    ),
+    "refund": gettext_lazy(
+        "The payment service asked the shop to slow down; the refund is sent again in a moment."
+    ),
+}
+ACTION_NOT_SENT = {
+    "capture": gettext_lazy("The payment service is not reachable; the capture was not made."),
+    "cancellation": gettext_lazy(
+        "The payment service is not reachable; the cancellation was not made."
+    ),
+    "refund": gettext_lazy("The payment service is not reachable; the refund was not made."),
+}
 
 
 # --- Ledger -------------------------------------------------------------------------------

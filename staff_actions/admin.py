@@ -32,7 +32,7 @@ from django.views.decorators.http import require_GET
 from core.errors import Refusal
 from staff_actions.kinds import kind_named
 from staff_actions.models import FINISHED_ACTION_STATES, OPEN_ACTION_STATES, StaffAction
-from staff_actions.services import Asked, staff_action_request
+from staff_actions.rules import Asked, staff_action_request
 
 # How often an open page asks whether its actions are done (milliseconds).
 POLL_EVERY_MS = 1000

@@ -9,12 +9,12 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from core.admin_lists import BoundedListAdmin, SearchTerm
+from core.admin_lists import BoundedListAdmin, ReadOnlyAdmin, SearchTerm
 from staff_signin.models import SignInEvent
 
 
 @admin.register(SignInEvent)
-class SignInEventAdmin(BoundedListAdmin):
+class SignInEventAdmin(ReadOnlyAdmin, BoundedListAdmin):
     list_display = [
         "created_at", "kind", "username", "user", "address", "user_agent", "request_id",
         "message",
@@ -36,12 +36,3 @@ class SignInEventAdmin(BoundedListAdmin):
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return request.user.is_superuser
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -93,7 +93,7 @@ def test_the_import_rules_between_the_apps_hold() -> None:
         ),
         (
             "books/rules.py",
-            "from staff_actions import services",
+            "from staff_actions import rules",
             "books is not allowed to import staff_actions",
         ),
     ],

@@ -24,7 +24,7 @@ from tests.factories import ProductFactory
 from tests.helpers.processes import Processes
 from tests.helpers.provider import DECLINED, PROVIDER_ERROR, THREE_DS, VISA, Api
 from tests.helpers.waiting import wait_until
-from tools import soak
+from tools.shopper import Shopper as HttpShopper
 from tools.verdict import verdict
 from webhooks.models import WebhookEvent, WebhookState
 
@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 THREE_DS_CODE = "123456"
 
 
-class Shopper(soak.Shopper):
+class Shopper(HttpShopper):
     """A shopper's browser on the shop, paying with the sandbox's test cards."""
 
     def __init__(self, shop: Processes, provider: Api) -> None:

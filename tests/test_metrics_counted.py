@@ -13,9 +13,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
 from payments.provider.errors import PaymentOutcomeUnknown, ProviderDown
 from payments.rereading.calls import payment_refresh
+from payments.statuses import PaymentStatus
 from tests.factories import provider_payment
 from tests.helpers.broker import take_queued
 from tests.helpers.metrics import TOKEN, Samples, scrape, value

@@ -40,8 +40,9 @@ from django.utils.log import AdminEmailHandler
 from checkout.models import Order, Product
 from config.logging import RedactSecrets, luhn_valid
 from payments.catalogue.calls import payment_methods_refresh
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
 from payments.provider.client import get_client
+from payments.statuses import PaymentStatus
 from tests.factories import ProductFactory
 from tests.helpers.broker import take_queued
 from tests.helpers.cache import clear_cache
@@ -234,7 +235,7 @@ class Harness:
         until the provider answers, or (`last_try`) as its last retry, given up and logged as
         failed when the provider still says nothing (the attempt stays unknown, its request
         kept sealed)."""
-        from payments.models import IN_FLIGHT
+        from payments.statuses import IN_FLIGHT
         from payments.tasks import payment_send_create_task as task
 
         waiting = Payment.objects.filter(

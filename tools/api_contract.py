@@ -6,7 +6,7 @@ are reached past their 403 and 404.
     .venv/bin/python -m tools.api_contract --url http://127.0.0.1:8000 [--max-time 120]
         [--webhook-token TOKEN] [-- more schemathesis run options]
 
-It places an order through the shop's pages as a browser does (`tools.soak.Shopper`: the
+It places an order through the shop's pages as a browser does (`tools.shopper.Shopper`: the
 product page, the cart, the checkout form: the API places no order), then writes a
 schemathesis.toml that gives Schemathesis what the document's security schemes name (that
 browser's session cookie, its CSRF cookie and header) and the order's reference (and the
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import requests
 
-from tools.soak import OrderNotPlaced, Shopper
+from tools.shopper import OrderNotPlaced, Shopper
 
 SESSION_COOKIE = "sessionid"
 CSRF_COOKIE = "csrftoken"

@@ -24,7 +24,6 @@ Needs PostgreSQL and Redis (DATABASE_URL, REDIS_URL; their databases are emptied
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -47,12 +46,12 @@ from tools.release_processes import (
     wait_healthy,
 )
 from tools.release_traffic import Traffic
+from tools.release_verdict import error_lines, settle
+from tools.services_for_tests import free_port
 from tools.soak import SECRET
-from tools.test_services import free_port
 
 WORK = ROOT / "var" / "release-check"
 LOGS = WORK / "logs"
-ERROR_LEVELS = {"ERROR", "CRITICAL"}
 GIT = shutil.which("git") or "git"
 
 
@@ -132,49 +131,6 @@ class Deployment:
     def stop_all(self) -> None:
         for process in self.processes.values():
             process.stop(timeout=30)
-
-
-def error_lines(log: Path) -> list[str]:
-    """The lines of a process's log at level ERROR or above, or showing a traceback."""
-    found = []
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        if isinstance(record, dict):
-            if str(record.get("level", "")).upper() in ERROR_LEVELS:
-                found.append(line)
-        elif "Traceback (most recent call last)" in line or re.search(
-            r"\b(ERROR|CRITICAL)\b", line
-        ):
-            found.append(line)
-    return found
-
-
-def settle(traffic: Traffic, sandbox: str, timeout: float = 240) -> list[str]:
-    """Wait for the shop to hold what the provider holds; what is still wrong at the end."""
-    import django
-
-    django.setup()
-    from tools.soak import provider_payments
-    from tools.verdict import verdict
-
-    deadline = time.monotonic() + timeout
-    while True:
-        found = verdict(provider_payments(sandbox))
-        if found.clean or time.monotonic() > deadline:
-            break
-        time.sleep(5)
-    wrong = [f"payments unequal: {m}" for m in found.mismatches[:5]]
-    wrong += [f"notifications unsettled: {s} {n}" for s, n in found.unsettled_events.items()]
-    wrong += [f"attempt unresolved: {a}" for a in found.unresolved[:5]]
-    wrong += [f"order charged twice: {d}" for d in found.double_charges[:5]]
-    wrong += [f"order in the wrong status: {o}" for o in found.wrong_orders[:5]]
-    unfinished = sum(n for outcome, n in traffic.counts.outcomes.items() if "unfinished" in outcome)
-    if unfinished:
-        wrong.append(f"{unfinished} shopper(s) never got the outcome of their payment")
-    return wrong
 
 
 def environment(args: argparse.Namespace, proxy_port: int, sandbox_port: int) -> dict[str, str]:

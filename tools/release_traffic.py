@@ -20,7 +20,8 @@ import psycopg
 import requests
 
 from tools.admin_sign_in import admin_sign_in
-from tools.soak import ADMIN, CARDS, CUSTOMER, WEBHOOK_TOKEN, answer_challenge, card_token
+from tools.shopper import CARDS, CUSTOMER, answer_challenge, card_token
+from tools.soak import ADMIN, WEBHOOK_TOKEN
 
 ADMIN_PAGES = ("/admin/", "/admin/checkout/order/", "/admin/payments/payment/",
                "/admin/webhooks/webhookevent/")  # fmt: skip

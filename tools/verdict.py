@@ -10,9 +10,9 @@ from decimal import Decimal
 from typing import Any
 
 from checkout.models import Order, OrderStatus
-from payments.models import IN_FLIGHT, Payment
+from payments.models import Payment
 from payments.provider.types import ProviderPayment
-from payments.statuses import local_status
+from payments.statuses import IN_FLIGHT, local_status
 from webhooks.models import WebhookEvent, WebhookState
 
 

@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from core.admin_lists import (
     BoundedListAdmin,
     DateRangeFilter,
+    ReadOnlyAdmin,
     SearchTerm,
     Shape,
     recent_values,
@@ -80,7 +81,7 @@ class FailedFilter(admin.SimpleListFilter):
 
 
 @admin.register(WebhookEvent)
-class WebhookEventAdmin(BoundedListAdmin):
+class WebhookEventAdmin(ReadOnlyAdmin, BoundedListAdmin):
     list_display = [
         "received_at",
         "event_type",
@@ -119,15 +120,6 @@ class WebhookEventAdmin(BoundedListAdmin):
         "processed_at",
     ]
     readonly_fields = fields
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_process_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("webhooks.process_webhookevent")

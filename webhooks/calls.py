@@ -23,7 +23,8 @@ from django.utils import timezone
 from core.task_queue import unmark
 from payments.models import Payment
 from payments.provider.errors import PaymentError, PaymentInProgress, ProviderDown
-from payments.rereading.calls import SyncOutcome, payment_held, payment_sync
+from payments.rereading.calls import SyncOutcome, payment_sync
+from payments.rereading.selectors import payment_held
 from webhooks.metrics import notifications_finished, notifications_given_up
 from webhooks.models import DEFERRED, GAVE_UP, WebhookEvent, WebhookState
 from webhooks.task_names import marker

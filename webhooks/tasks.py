@@ -18,8 +18,11 @@ from webhooks.task_names import PROCESS_TASK
 def webhook_process_task(self: Task, payment_id: str) -> str:
     """Refetch a payment for the notifications waiting for it. While the provider is
     unreachable: retries by the `PROVIDER_READ` policy (exponential backoff with full jitter,
-    bounded); then the events are marked failed for staff. Safe to run twice or out of order
-    (the apply is monotonic)."""
+    bounded), or after the wait it asked for when it said "slow down" (`ShopTask`), the events
+    held until then; then the events are marked failed for staff. Safe to run twice or out of
+    order (the apply is monotonic). Its retry is written here, not left to Celery's
+    autoretry: its figures are read from the settings at each try, and the hold and the
+    giving up come between a failure and the next try."""
     task_id = str(self.request.id)
     try:
         return str(webhook_process(payment_id=payment_id, task_id=task_id))
@@ -28,10 +31,11 @@ def webhook_process_task(self: Task, payment_id: str) -> str:
         if PROVIDER_READ.exhausted(retries):
             webhook_give_up(payment_id=payment_id, task_id=task_id, error=exc.message)
             return "failed"
-        countdown = PROVIDER_READ.countdown(retries)
-        until = timezone.now() + timedelta(seconds=countdown)
+        # Sent with the wait it will really have (the provider's, for a 429), then held so.
+        retry = self.retry(countdown=PROVIDER_READ.countdown(retries), throw=False)
+        until = timezone.now() + timedelta(seconds=float(retry.when))
         webhook_hold(payment_id=payment_id, task_id=task_id, until=until)
-        raise self.retry(countdown=countdown) from exc
+        raise retry from exc
 
 
 @shop_task("webhooks.tasks.webhook_relay_task")

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET
 
 from books.forms import ExportForm
 from books.models import BooksExport, ExportState
-from core.admin_lists import BoundedListAdmin, SearchTerm
+from core.admin_lists import BoundedListAdmin, ReadOnlyAdmin, SearchTerm
 from core.task_queue import queue_on_commit
 
 EXPORT = "books.export_books"
@@ -34,7 +34,7 @@ PAGE_LIMIT = 50
 
 
 @admin.register(BooksExport)
-class BooksExportAdmin(BoundedListAdmin):
+class BooksExportAdmin(ReadOnlyAdmin, BoundedListAdmin):
     list_display = ["__str__", "format", "created_at", "requested_by", "progress", "download"]
     sortable_by: list[str] = []
     change_list_template = "admin/books/booksexport/change_list.html"
@@ -53,12 +53,6 @@ class BooksExportAdmin(BoundedListAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(EXPORT)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description=gettext_lazy("progress"))
     def progress(self, obj: BooksExport) -> str:

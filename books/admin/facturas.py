@@ -26,7 +26,7 @@ from books.forms import RegisterForm
 from books.models import FacturaRequest, FacturaState, FacturaToIssue
 from books.rules import FacturaRefused, factura_register, factura_start
 from books.selectors import facturas_to_issue, payment_form_code, with_money
-from core.admin_lists import BoundedListAdmin, SearchTerm
+from core.admin_lists import BoundedListAdmin, ReadOnlyAdmin, SearchTerm
 from core.money import pesos
 
 ISSUE = "books.issue_factura"
@@ -35,21 +35,12 @@ FILES = {"xml": "application/xml", "pdf": "application/pdf"}
 PAYMENT_FORMS = {"04": "04 Tarjeta de crédito", "28": "28 Tarjeta de débito", "01": "01 Efectivo"}
 
 
-class _FacturaColumns(BoundedListAdmin):
+class _FacturaColumns(ReadOnlyAdmin, BoundedListAdmin):
     """What both lists show of a request and its order."""
 
     list_per_page = 50
     sortable_by: list[str] = []
     list_display_links = None  # the order's column links to the order
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def search(self, queryset: QuerySet[Any], term: SearchTerm) -> QuerySet[Any]:
         """By the order's exact reference or the buyer's RFC."""

@@ -32,7 +32,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
-from core.cache_redis import cache_redis, cache_redis_kept
+from core.cache_redis import cache_is_redis, cache_redis
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def page_served(seconds: float, now: float | None = None) -> None:
     """Count a page this process served in `seconds`; once a second, add the counts of the
     second before to Redis (one round trip). Redis away: the counts are dropped."""
     ended = _served.count(seconds, time.time() if now is None else now)
-    if ended is None or not cache_redis_kept():
+    if ended is None or not cache_is_redis():
         return
     second, counts = ended
     try:

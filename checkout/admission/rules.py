@@ -36,7 +36,7 @@ from django.core import signing
 from django.core.cache import cache
 
 from checkout.admission import pace as admission_pace
-from core.cache_redis import cache_redis, cache_redis_kept
+from core.cache_redis import cache_is_redis, cache_redis
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Turn:
 def pace() -> float:
     """New shoppers let in a second: the operator's pace if one is set, else the setting's if
     it names one, else the pace the shop found for itself."""
-    if not cache_redis_kept():
+    if not cache_is_redis():
         return 0.0
     fixed = settings.SHOP_ADMISSION_PER_SECOND
     try:
@@ -77,7 +77,7 @@ def pace() -> float:
 def pace_kind() -> str:
     """Who sets the pace now: "operator" (`manage.py admission`), "setting" (a number in
     SHOP_ADMISSION_PER_SECOND), "measured" (the shop itself)."""
-    if cache_redis_kept() and cache_redis().get(PACE) is not None:
+    if cache_is_redis() and cache_redis().get(PACE) is not None:
         return "operator"
     return "setting" if settings.SHOP_ADMISSION_PER_SECOND is not None else "measured"
 
@@ -156,7 +156,7 @@ def _read(cookie: str | None) -> dict[str, float]:
 def admission_figures() -> tuple[float, int]:
     """(the pace, shoppers waiting now: tickets given and not let in yet); (0, 0) without
     Redis."""
-    if not cache_redis_kept():
+    if not cache_is_redis():
         return 0.0, 0
     given, let_in = (int(value or 0) for value in cache_redis().mget(TICKETS, NEXT))
     return pace(), max(0, given - let_in)
@@ -165,6 +165,6 @@ def admission_figures() -> tuple[float, int]:
 def page_p95() -> float | None:
     """The served pages' p95 over the last seconds, in seconds (None: none served, or no
     Redis)."""
-    if not cache_redis_kept():
+    if not cache_is_redis():
         return None
     return admission_pace.recent_p95(cache_redis(), int(time.time()))

@@ -39,11 +39,12 @@ from checkout.fulfilment.rules import (
 from checkout.mails.rules import queue_order_mails
 from checkout.models import Fulfilment, Order, OrderEvent, OrderEventKind, OrderItem, OrderStatus
 from checkout.orders.selectors import order_payments
-from checkout.records import Actor, order_event_record
+from checkout.records import order_event_record
 from checkout.stock.rules import order_restock_unshipped, restock
 from checkout.templatetags.shop import mxn
 from checkout.words import shipment_message
 from core.errors import TryLater
+from core.ledger import Actor
 from payments.actions.calls import payment_cancel, payment_capture, payment_refund
 from payments.actions.rules import release_claimed
 from payments.models import Payment, Refund
@@ -56,7 +57,7 @@ from staff_actions.models import StaffAction
 @contextmanager
 def _provider_refusals() -> Iterator[None]:
     """A refusal of the payments app (its message is readable) refuses the order's action; a
-    provider asking to slow down does not (the action runs again: `staff_actions.services`)."""
+    provider asking to slow down does not (its task tries again: `staff_actions.calls`)."""
     try:
         yield
     except TryLater:

@@ -16,8 +16,9 @@ from checkout.models import Fulfilment, Order
 from checkout.orders.selectors import order_payments
 from core.errors import Refusal
 from payments.actions.rules import claim
-from payments.models import IN_FLIGHT, Payment, PaymentIntent, PaymentStatus
-from staff_actions.services import Asked
+from payments.models import Payment, PaymentIntent
+from payments.statuses import IN_FLIGHT, PaymentStatus
+from staff_actions.rules import Asked
 
 
 class OrderActionRefused(Refusal):

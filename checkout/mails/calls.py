@@ -22,7 +22,8 @@ from checkout.links import order_link
 from checkout.metrics import mail_failed, mail_sent
 from checkout.models import Order, OrderMail, OrderMailKind
 from checkout.orders.selectors import order_payments
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
+from payments.statuses import PaymentStatus
 
 logger = logging.getLogger(__name__)
 

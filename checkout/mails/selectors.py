@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from checkout.models import Order, OrderEvent, OrderEventKind, OrderMailKind, OrderStatus
 from checkout.orders.selectors import order_payments
-from payments.models import CaptureMethod, Payment, PaymentEvent, PaymentEventKind, PaymentStatus
+from payments.models import CaptureMethod, Payment, PaymentEvent, PaymentEventKind
+from payments.statuses import PaymentStatus
 
 # Only news is mailed: an event older than this (an order from before mails existed, synced
 # again) is not mailed now. The sync and its sweeps run within minutes of any change.

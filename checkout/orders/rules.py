@@ -34,8 +34,9 @@ from checkout.stock.rules import OutOfStock, order_restock_unshipped, order_take
 from checkout.task_names import RELEASE_DUPLICATES_TASK
 from checkout.words import PAID_AFTER_CANCELLATION, PAID_AFTER_EXPIRY
 from core.task_queue import queue_on_commit
-from payments.models import IN_FLIGHT, Payment, PaymentStatus
-from payments.rereading.rules import changed_references
+from payments.models import Payment
+from payments.rereading.selectors import changed_references
+from payments.statuses import IN_FLIGHT, PaymentStatus
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from checkout.orders.selectors import order_payments
 from checkout.records import order_event_record
 from checkout.words import RETURNED_AFTER_CANCELLATION, RETURNED_AFTER_EXPIRY
 from payments.actions.calls import payment_cancel, payment_refund
-from payments.models import PaymentStatus
 from payments.provider.errors import PaymentError, PaymentInProgress, ProviderDown
+from payments.statuses import PaymentStatus
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,9 @@ from checkout.orders.rules import CheckoutError, derive_order_status, order_as_p
 from checkout.orders.selectors import order_payments
 from checkout.reservations.rules import order_expire, reservation_over
 from payments.attempts.rules import payment_attempt_store
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
 from payments.provider.errors import PaymentAttemptBlocked, PaymentError, PaymentInProgress
+from payments.statuses import PaymentStatus
 from payments.task_names import REFRESH_TASK, send_for_payment
 from payments.words import decline_message, failure_message
 

@@ -25,7 +25,7 @@ from checkout.orders.selectors import order_payments
 from checkout.records import order_event_record
 from checkout.stock.rules import order_restock_unshipped
 from checkout.words import NOT_PAID_IN_TIME
-from payments.models import PaymentStatus
+from payments.statuses import PaymentStatus
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,8 @@ from django.db import transaction
 from django.db.models import F
 
 from checkout.models import Order, OrderEventKind, OrderItem, Product
-from checkout.records import Actor, order_event_record
+from checkout.records import order_event_record
+from core.ledger import Actor
 
 
 def restock(order: Order, quantities: dict[int, int] | None, actor: Actor) -> None:

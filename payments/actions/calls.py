@@ -1,5 +1,18 @@
-"""Staff actions on payments, the calls to the provider (from the staff actions' task only):
-capture, cancel and refund, and what each action of the payments admin does when its task runs."""
+"""Capturing, cancelling and refunding a payment at the provider, from tasks only: a staff
+action's run (`payments.actions.kinds`, checkout's order actions) or checkout's release of a
+second charge.
+
+Each is checked against the payment's status, claims the payment (payments/actions/rules.py),
+makes its provider call with no lock held, and applies the answer in a short transaction; a
+failure is recorded in the ledger and raised as the shop's error, with the payment refreshed
+when the answer was lost. A 429 is neither: the shop's `ProviderThrottled`, for the task to try
+again after the wait asked for.
+
+A staff action asked from the admin has claimed its payment already, in the request
+(`claimed=True`), and passes the idempotency key recorded with it: a re-run of its task (a
+worker killed, a redelivery) sends the same request again, which the provider answers as the
+first time, and what was applied once is not applied again.
+"""
 
 from __future__ import annotations
 
@@ -9,27 +22,16 @@ from decimal import Decimal
 from typing import TypeVar
 
 from django.db import transaction
-from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 
-from core.money import pesos
+from core.ledger import Actor
 from payments.actions.rules import (
     check_cancel,
     check_capture,
     check_refund,
     claim_payment,
     release_claim,
-    release_claimed,
 )
-from payments.actions.subscription_calls import subscription_cancel, subscription_sync
-from payments.models import (
-    Payment,
-    PaymentEventKind,
-    PaymentIntent,
-    PaymentStatus,
-    Refund,
-    Subscription,
-)
+from payments.models import Payment, PaymentEventKind, PaymentIntent, Refund
 from payments.provider.client import get_client, new_idempotency_key
 from payments.provider.errors import (
     Conflict,
@@ -38,69 +40,27 @@ from payments.provider.errors import (
     PaymentRefused,
     ProviderApiError,
     ProviderDown,
-    ProviderThrottled,
     ProviderUnavailable,
     Throttled,
 )
 from payments.provider.types import ProviderPayment
-from payments.records import Actor, acting_user, record_event
+from payments.records import acting_user, record_event
 from payments.rereading.calls import payment_refresh, read_payment
 from payments.snapshots import IllegalTransition, apply_in_transaction, apply_snapshot
-from payments.words import ACTION_FAILED, REFUND, REFUND_UNREAD, done_message, refusal_message
-from staff_actions.kinds import ActionKind, Outcome
-from staff_actions.models import StaffAction
-
-# --- Staff actions ------------------------------------------------------------------------
-# Staff actions on a payment: capture, cancel and refund. Each is checked against the payment's
-# status, claims the payment (payments/actions/rules.py), makes its provider call with no lock
-# held, and applies the answer in a short transaction; a failure is recorded in the ledger and
-# raised as the shop's error, with the payment refreshed when the answer was lost.
-#
-# A staff action asked from the admin has claimed its payment already, in the request
-# (`claimed=True`), and passes the idempotency key recorded with it: a re-run of its task (a
-# worker killed, a redelivery) sends the same request again, which the provider answers as the
-# first time, and what was applied once is not applied again.
-
+from payments.statuses import PaymentStatus
+from payments.words import (
+    ACTION_FAILED,
+    ACTION_NOT_CONFIRMED,
+    ACTION_NOT_SENT,
+    ACTION_THROTTLED,
+    REFUND,
+    REFUND_UNREAD,
+    refusal_message,
+    shop_throttled,
+)
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-# What staff read when an action's answer is lost (it may have been done: the payment is read
-# again), or when the provider could not be reached at all (then it was not).
-NOT_CONFIRMED = {
-    "capture": gettext_lazy(
-        "The payment service did not confirm the capture. The payment was refreshed; check its "
-        "status before trying again."
-    ),
-    "cancellation": gettext_lazy(
-        "The payment service did not confirm the cancellation. The payment was refreshed; "
-        "check its status before trying again."
-    ),
-    "refund": gettext_lazy(
-        "The payment service did not confirm the refund. The payment was refreshed; check its "
-        "status before trying again."
-    ),
-}
-THROTTLED_ACTION = {
-    "capture": gettext_lazy(
-        "The payment service asked the shop to slow down; the capture is sent again in a moment."
-    ),
-    "cancellation": gettext_lazy(
-        "The payment service asked the shop to slow down; the cancellation is sent again in a "
-        "moment."
-    ),
-    "refund": gettext_lazy(
-        "The payment service asked the shop to slow down; the refund is sent again in a moment."
-    ),
-}
-NOT_SENT = {
-    "capture": gettext_lazy("The payment service is not reachable; the capture was not made."),
-    "cancellation": gettext_lazy(
-        "The payment service is not reachable; the cancellation was not made."
-    ),
-    "refund": gettext_lazy("The payment service is not reachable; the refund was not made."),
-}
 
 
 def _action_failed(
@@ -132,7 +92,7 @@ def _action_failed(
             payment_refresh(payment=payment, actor=actor)
         except PaymentError:
             pass
-        return ProviderDown(str(NOT_CONFIRMED[action]))
+        return ProviderDown(str(ACTION_NOT_CONFIRMED[action]))
     if isinstance(error, Conflict):
         # The payment moved at the provider (e.g. captured elsewhere): bring it up to date.
         try:
@@ -141,7 +101,7 @@ def _action_failed(
             pass
         return PaymentRefused(f"{refusal_message(error)} The payment was refreshed.")
     if isinstance(error, ProviderUnavailable):
-        return ProviderDown(str(NOT_SENT[action]))
+        return ProviderDown(str(ACTION_NOT_SENT[action]))
     return PaymentRefused(refusal_message(error))
 
 
@@ -163,11 +123,11 @@ def _claimed_call(
     try:
         return call()
     except Throttled as exc:
-        # Not done, not refused: the action runs again after the wait asked for, with its key
-        # (staff_actions.services); the claim taken when it was asked stays meanwhile.
+        # Not done, not refused: the action's task tries again after the wait asked for, with
+        # its key (staff_actions.calls); the claim taken when it was asked stays meanwhile.
         if not claimed:
             release_claim(payment)
-        raise ProviderThrottled(str(THROTTLED_ACTION[action]), retry_after=exc.retry_after) from exc
+        raise shop_throttled(exc, str(ACTION_THROTTLED[action])) from exc
     except ProviderApiError as exc:
         raise _action_failed(payment, exc, actor=actor, action=action) from exc
 
@@ -316,123 +276,3 @@ def _refund_settle(payment: Payment, refund: Refund, *, actor: Actor, record: bo
                 message=message,
             )
         release_claim(locked)
-
-
-# --- Staff runs ---------------------------------------------------------------------------
-# What each of the payments admin's actions does when its task runs (`payments.staff`): the
-# call to the provider with the action's idempotency key, and what staff read afterwards.
-
-
-def _payment(action: StaffAction) -> Payment:
-    assert action.payment is not None, action
-    return action.payment
-
-
-def _amount(action: StaffAction) -> Decimal | None:
-    amount = action.params.get("amount")
-    return None if amount in (None, "") else Decimal(str(amount))
-
-
-def capture_run(action: StaffAction) -> Outcome:
-    payment, amount = _payment(action), _amount(action)
-    payment_capture(
-        payment=payment,
-        amount=amount,
-        actor=action.actor,
-        idempotency_key=action.idempotency_key,
-        claimed=True,
-    )
-    if action.params.get("listed"):
-        return Outcome(
-            done_message(action.reference, "captured"), log="captured from the payment list"
-        )
-    captured = amount if amount is not None else payment.amount
-    return Outcome(
-        done_message(action.reference, "captured", captured), log=f"captured {pesos(captured)}"
-    )
-
-
-def cancel_run(action: StaffAction) -> Outcome:
-    payment_cancel(
-        payment=_payment(action),
-        actor=action.actor,
-        idempotency_key=action.idempotency_key,
-        claimed=True,
-    )
-    verb = "cancelled" if action.params.get("listed") else "cancelled the authorization"
-    log = "cancelled from the payment list" if action.params.get("listed") else verb
-    return Outcome(done_message(action.reference, verb), log=log)
-
-
-def refund_run(action: StaffAction) -> Outcome:
-    refund = payment_refund(
-        payment=_payment(action),
-        amount=_amount(action),
-        reason=str(action.params.get("reason", "")),
-        actor=action.actor,
-        idempotency_key=action.idempotency_key,
-        claimed=True,
-    )
-    return Outcome(
-        done_message(action.reference, "refunded", refund.amount),
-        log=f"refunded {pesos(refund.amount)}",
-    )
-
-
-def refresh_run(action: StaffAction) -> Outcome:
-    payment_refresh(payment=_payment(action), actor=action.actor)
-    if action.params.get("listed"):
-        return Outcome(
-            done_message(action.reference, "refreshed"), log="refreshed from the payment list"
-        )
-    verb = "refreshed from the provider"
-    return Outcome(done_message(action.reference, verb), log=verb)
-
-
-def subscription_cancel_run(action: StaffAction) -> Outcome:
-    subscription = Subscription.objects.get(pk=action.target_id)
-    subscription_cancel(
-        subscription=subscription, actor=action.actor, idempotency_key=action.idempotency_key
-    )
-    return Outcome(
-        _("%(subscription)s: cancelled.") % {"subscription": subscription.provider_id},
-        log="cancelled at the provider",
-    )
-
-
-def subscription_import_run(action: StaffAction) -> Outcome:
-    subscription = subscription_sync(provider_id=str(action.params["provider_id"]))
-    return Outcome(
-        _("Imported %(subscription)s.") % {"subscription": subscription},
-        log="imported from the provider",
-        logged=subscription,
-        added=True,
-    )
-
-
-# What each kind of action on payments is called and what runs it (`PaymentsConfig.ready`).
-KINDS = (
-    ActionKind("payments.capture", gettext_lazy("capture"), capture_run, release=release_claimed),
-    ActionKind(
-        "payments.cancel", gettext_lazy("cancellation"), cancel_run, release=release_claimed
-    ),
-    ActionKind("payments.refund", gettext_lazy("refund"), refund_run, release=release_claimed),
-    ActionKind(
-        "payments.refresh",
-        gettext_lazy("refresh"),
-        refresh_run,
-        reads=True,
-        release=release_claimed,
-    ),
-    ActionKind(
-        "payments.subscription_cancel",
-        gettext_lazy("subscription cancellation"),
-        subscription_cancel_run,
-    ),
-    ActionKind(
-        "payments.subscription_import",
-        gettext_lazy("subscription import"),
-        subscription_import_run,
-        reads=True,
-    ),
-)

@@ -12,17 +12,12 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from payments.models import (
-    Payment,
-    PaymentIntent,
-    PaymentStatus,
-    Subscription,
-    SubscriptionStatus,
-)
+from payments.models import Payment, PaymentIntent, Subscription, SubscriptionStatus
 from payments.provider.errors import PaymentInProgress, PaymentNotAllowed
 from payments.records import check_amount
+from payments.statuses import PaymentStatus
 from staff_actions.models import OPEN_ACTION_STATES, StaffAction
-from staff_actions.services import Asked
+from staff_actions.rules import Asked
 
 # --- Guards -------------------------------------------------------------------------------
 # What a staff action on a payment needs of it, checked before anything is queued or sent (and
@@ -113,7 +108,7 @@ def release_claim(payment: Payment) -> None:
 
 # --- What each action asks ------------------------------------------------------------------
 # Once its form is valid: the action's parameters, and the claim it takes on the payment as it
-# is recorded (`staff_actions.services.staff_action_request`).
+# is recorded (`staff_actions.rules.staff_action_request`).
 
 
 def claim(payment: Payment, intent: str, allowed_status: str) -> Callable[[], None]:

@@ -7,11 +7,12 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from core.ledger import Actor
 from payments.models import Subscription, SubscriptionStatus
 from payments.provider.client import get_client, new_idempotency_key
 from payments.provider.errors import PaymentNotAllowed
 from payments.provider.types import ProviderSubscription
-from payments.records import Actor, acting_user
+from payments.records import acting_user
 from payments.words import provider_errors
 
 logger = logging.getLogger(__name__)

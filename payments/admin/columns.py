@@ -13,17 +13,10 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from core.admin_lists import recent_values
+from core.admin_lists import ReadOnlyAdmin, recent_values
 from core.money import pesos
-from payments.models import (
-    EXPIRY_WARNING_DAYS,
-    Payment,
-    PaymentEvent,
-    PaymentStatus,
-    Refund,
-    Subscription,
-    status_label,
-)
+from payments.models import EXPIRY_WARNING_DAYS, Payment, PaymentEvent, Refund, Subscription
+from payments.statuses import PaymentStatus, status_label
 from payments.words import message_text
 
 BADGE_COLOURS = {
@@ -72,15 +65,9 @@ class ExpiringSoonFilter(admin.SimpleListFilter):
         return queryset
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(ReadOnlyAdmin, admin.TabularInline):
     extra = 0
     can_delete = False
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class PaymentEventInline(MoneyColumns, ReadOnlyInline):

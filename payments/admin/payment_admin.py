@@ -20,7 +20,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from core.admin_lists import BoundedListAdmin, DateRangeFilter, SearchTerm, Shape
+from core.admin_lists import BoundedListAdmin, DateRangeFilter, ReadOnlyAdmin, SearchTerm, Shape
 from payments.actions.rules import cancel_asked, capture_asked, refresh_asked, refund_asked
 from payments.admin.columns import (
     BADGE_COLOURS,
@@ -96,7 +96,7 @@ CLOSE = ActionPage("", _permission("close"))
 
 
 @admin.register(Payment)
-class PaymentAdmin(MoneyColumns, BoundedListAdmin, StaffActionsAdmin):
+class PaymentAdmin(ReadOnlyAdmin, MoneyColumns, BoundedListAdmin, StaffActionsAdmin):
     action_pages = PAYMENT_ACTIONS
     list_display = [
         "external_reference",
@@ -161,16 +161,6 @@ class PaymentAdmin(MoneyColumns, BoundedListAdmin, StaffActionsAdmin):
             },
         ),
     ]
-
-    # Payments are written by the services only.
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_capture_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(_permission("capture"))

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -13,13 +11,13 @@ from django.urls import URLPattern, path
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from core.admin_lists import BoundedListAdmin, DateRangeFilter, SearchTerm, Shape
+from core.admin_lists import BoundedListAdmin, DateRangeFilter, ReadOnlyAdmin, SearchTerm, Shape
 from payments.actions.rules import subscription_cancel_asked
 from payments.admin.columns import PriceFilter
 from payments.forms import SubscriptionImportForm
 from payments.models import Subscription
 from staff_actions.admin import ActionPage, StaffActionsAdmin
-from staff_actions.services import Asked
+from staff_actions.rules import Asked
 
 SUBSCRIPTION_CANCEL = ActionPage(
     kind="payments.subscription_cancel",
@@ -34,7 +32,7 @@ SUBSCRIPTION_IMPORT = ActionPage(
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(BoundedListAdmin, StaffActionsAdmin):
+class SubscriptionAdmin(ReadOnlyAdmin, BoundedListAdmin, StaffActionsAdmin):
     list_display = [
         "provider_id",
         "price_id",
@@ -61,15 +59,6 @@ class SubscriptionAdmin(BoundedListAdmin, StaffActionsAdmin):
         "created_at",
     ]
     exclude = ["snapshot"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("payments.cancel_subscription")

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from payments.attempts.rules import mark_attempt
 from payments.attempts.sealed import unseal
-from payments.models import IN_FLIGHT, Payment, PaymentEventKind, PaymentStatus
+from payments.models import Payment, PaymentEventKind
 from payments.provider.client import get_client
 from payments.provider.errors import (
     InvalidRequest,
@@ -32,6 +32,7 @@ from payments.provider.errors import (
 )
 from payments.provider.types import ProviderPayment
 from payments.snapshots import apply_in_transaction
+from payments.statuses import IN_FLIGHT, PaymentStatus
 from payments.words import NOT_REACHED
 
 logger = logging.getLogger(__name__)

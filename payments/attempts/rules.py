@@ -16,8 +16,9 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 
+from core.ledger import Actor
 from payments.attempts.sealed import seal
-from payments.models import IN_FLIGHT, CaptureMethod, Payment, PaymentEventKind, PaymentStatus
+from payments.models import CaptureMethod, Payment, PaymentEventKind
 from payments.provider.errors import (
     PaymentAttemptBlocked,
     PaymentInProgress,
@@ -25,12 +26,12 @@ from payments.provider.errors import (
     ProviderApiError,
 )
 from payments.records import (
-    Actor,
     acting_user,
     check_amount,
     notify_status_changed_on_commit,
     record_event,
 )
+from payments.statuses import IN_FLIGHT, PaymentStatus
 from payments.task_names import SEND_CREATE_TASK, send_for_payment_on_commit
 from payments.words import CLOSED_NOT_CREATED
 

@@ -1,11 +1,11 @@
 """The only code that speaks HTTP to the card payments service.
 
 One `requests.Session` (keep-alive pool), explicit (connect, read) timeouts, credentials from
-settings, typed results, typed errors. Retries come from urllib3's `Retry`, on connection
-errors, timeouts and 5xx: POST/PATCH/PUT always carry an `Idempotency-Key`, so a write is sent
-again with that same key (the provider answers what it did the first time, or does it now). A
-write whose answer never came, or came as a server failure, raises `OutcomeUnknown`: a 500 is not
-proof that nothing was done.
+settings, typed results, typed errors. Retries come from urllib3's `Retry`
+(`payments.provider.retries`), on connection errors, timeouts and 5xx: POST/PATCH/PUT always
+carry an `Idempotency-Key`, so a write is sent again with that same key (the provider answers
+what it did the first time, or does it now). A write whose answer never came, or came as a
+server failure, raises `OutcomeUnknown`: a 500 is not proof that nothing was done.
 
 A 429 (the provider limiting the shop's rate) is not retried here, holding a worker's thread:
 it raises `Throttled` with the provider's `Retry-After`, and the task sends the same request
@@ -30,9 +30,7 @@ from django.conf import settings
 from django.views.decorators.debug import sensitive_variables
 from django_guid import get_guid
 from requests.adapters import HTTPAdapter
-from urllib3.exceptions import ConnectTimeoutError, MaxRetryError
-from urllib3.response import BaseHTTPResponse
-from urllib3.util.retry import RequestHistory, Retry
+from urllib3.util.retry import Retry
 
 from payments.metrics import provider_call_observed
 from payments.provider.errors import (
@@ -49,6 +47,7 @@ from payments.provider.errors import (
     Unauthorized,
 )
 from payments.provider.pace import write_slot_wait
+from payments.provider.retries import WRITES, ProviderRetry, default_retry, never_sent
 from payments.provider.types import (
     CardToken,
     PaymentMethodEntry,
@@ -58,54 +57,6 @@ from payments.provider.types import (
 )
 
 logger = logging.getLogger(__name__)
-
-WRITES = frozenset({"POST", "PATCH", "PUT"})
-
-
-class ProviderRetry(Retry):
-    """A provider's Retry-After never stretches a wait beyond `backoff_max`, and when retries
-    run out the error keeps every attempt, so a write is called "never sent" only if none was.
-    A 429 is not retried in the thread: `Throttled` goes up to the task, which waits (module
-    docstring)."""
-
-    RETRY_AFTER_STATUS_CODES = frozenset({503})
-
-    def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
-        wait = super().get_retry_after(response)
-        return None if wait is None else min(wait, self.backoff_max)
-
-    def increment(
-        self,
-        method: str | None = None,
-        url: str | None = None,
-        response: BaseHTTPResponse | None = None,
-        error: Exception | None = None,
-        _pool: Any = None,
-        _stacktrace: Any = None,
-    ) -> Retry:
-        try:
-            return super().increment(method, url, response, error, _pool, _stacktrace)
-        except MaxRetryError as exc:
-            status = response.status if response is not None else None
-            exc.attempts = (*self.history, RequestHistory(method, url, error, status, None))  # type: ignore[attr-defined]
-            raise
-
-
-def default_retry(attempts: int = 3) -> Retry:
-    return ProviderRetry(
-        total=attempts,
-        connect=attempts,
-        read=attempts,
-        status=attempts,
-        other=0,
-        status_forcelist=(500, 502, 503, 504),
-        allowed_methods=frozenset({"GET", *WRITES}),
-        backoff_factor=0.2,
-        backoff_jitter=0.3,
-        backoff_max=3.0,
-        raise_on_status=False,
-        respect_retry_after_header=True,
-    )
 
 
 def new_idempotency_key() -> str:
@@ -263,7 +214,7 @@ class PaymentsClient:
             )
         except requests.RequestException as exc:
             self._log(method, path, None, started, "", error=type(exc).__name__)
-            unknown = method in WRITES and not _never_sent(exc)
+            unknown = method in WRITES and not never_sent(exc)
             kind = OutcomeUnknown if unknown else ProviderUnavailable
             raise kind(NO_ANSWER(error=type(exc).__name__)) from exc
         request_id = response.headers.get("X-Request-Id", "")
@@ -321,21 +272,6 @@ def _segment(value: str) -> str:
     if not value or any(c in value for c in "/?#%\\ ") or value in (".", ".."):
         raise NotFound(NO_SUCH_RESOURCE(), http_status=404, error_code="BR1301")
     return value
-
-
-def _never_sent(exc: requests.RequestException) -> bool:
-    """True only when no attempt of the request ever reached the server (every attempt
-    failed while connecting)."""
-    retry_error = next((a for a in exc.args if isinstance(a, MaxRetryError)), None)
-    attempts = getattr(retry_error, "attempts", None)
-    if attempts:
-        return all(isinstance(a.error, ConnectTimeoutError) for a in attempts)
-    if isinstance(exc, requests.ConnectTimeout):
-        return True
-    text = repr(exc)
-    return isinstance(exc, requests.ConnectionError) and (
-        "NewConnectionError" in text or "Connection refused" in text
-    )
 
 
 def _error_for(method: str, response: requests.Response, request_id: str) -> ProviderApiError:

@@ -3,7 +3,8 @@
 - What the provider or the network said (`ProviderApiError` and its children), raised by the
   client with `http_status`, `error_code`, `message`, `detail` and the provider's request id.
 - What went wrong for the shop (`PaymentError` and its children), whose message is safe to
-  show a shopper or a staff member. Services translate the first kind into the second.
+  show a shopper or a staff member. The calls translate the first kind into the second
+  (`payments.words`: `provider_errors`, `shop_throttled`).
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ class ProviderDown(PaymentError):
 
 class ProviderThrottled(ProviderDown, TryLater):
     """The provider asked the shop to slow down (429): nothing changed, and the same request
-    is sent again after `retry_after` seconds (a task's retry, a staff action queued again)."""
+    is sent again after `retry_after` seconds plus jitter (its task's retry:
+    `core.task_queue.ShopTask`)."""
 
     def __init__(self, message: str, *, retry_after: float) -> None:
         super().__init__(message)

@@ -3,12 +3,13 @@ creates, captures, cancellations and refunds a second, counted together by every
 through Redis, so that a sale day stays under the provider's rate limit instead of earning its
 429s.
 
-Each second of the clock has a counter in Redis (INCR and EXPIRE in one round trip; no script):
-a write takes the next number of the current second, and one numbered past the limit waits for
-the next second (plus a few milliseconds of jitter, so that the waiting writes do not all start
-at its first instant) and tries again. Any window of one second therefore holds at most twice
-the limit, and a whole second exactly the limit. A write that found no room within
-WAIT_MAX seconds is not sent: `Throttled` (the task sends it later, like a provider's 429).
+Each second of the clock has a counter in Redis (`core.cache_redis.WindowCounter`: INCR and
+EXPIRE in one round trip; no script): a write takes the next number of the current second, and
+one numbered past the limit waits for the next second (plus a few milliseconds of jitter, so
+that the waiting writes do not all start at its first instant) and tries again. Any window of
+one second therefore holds at most twice the limit, and a whole second exactly the limit. A
+write that found no room within WAIT_MAX seconds is not sent: `Throttled` (the task sends it
+later, like a provider's 429).
 
 Redis away: writes go unpaced (the provider's own 429s are still handled) rather than stopping.
 """
@@ -20,16 +21,16 @@ import random
 import time
 
 from django.conf import settings
-from django.core.cache import cache
 
-from core.cache_redis import cache_redis
+from core.cache_redis import WindowCounter
 from payments.metrics import provider_write_paced
 from payments.provider.errors import Throttled
 
 logger = logging.getLogger(__name__)
 
 WAIT_MAX = 2.0  # seconds a write waits for room before its task is asked to try later
-KEY = "payments:provider-writes:{second}"
+# The writes taken in each second of the clock.
+WRITES = WindowCounter("payments:provider-writes", seconds=1, keep=5)
 
 
 def write_slot_wait() -> None:
@@ -59,16 +60,8 @@ def write_slot_wait() -> None:
 
 def _take(second: int) -> int | None:
     """The number this write takes in `second` (None: the count could not be kept)."""
-    key = KEY.format(second=second)
     try:
-        redis = cache_redis()
-        if redis is not None:
-            pipe = redis.pipeline(transaction=False)
-            pipe.incr(cache.make_key(key))
-            pipe.expire(cache.make_key(key), 5)
-            return int(pipe.execute()[0])
-        cache.add(key, 0, timeout=5)  # the demo's file cache
-        return int(cache.incr(key))
+        return WRITES.add(window=second)
     except Exception as exc:
         logger.warning("provider write pace not kept (%s): sent unpaced", exc)
         return None

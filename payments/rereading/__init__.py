@@ -1,2 +1,3 @@
-"""Reading payments again: refresh, schedule, budget, reconciliation (`rules`: no network;
-`calls`: the provider, from tasks only)."""
+"""Reading payments again: refresh, schedule, budget, reconciliation, expiring authorizations
+(`rules`: no network; `selectors`: reads only; `calls`, `expiry_calls`: the provider, from tasks
+only)."""

@@ -10,22 +10,15 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from django.conf import settings
-from django.core.mail import mail_managers
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 
+from core.ledger import Actor
 from core.task_queue import send_now
 from payments.metrics import reconciliation_corrected
-from payments.models import (
-    EXPIRY_WARNING_DAYS,
-    IN_FLIGHT,
-    CaptureMethod,
-    Payment,
-    PaymentEvent,
-    PaymentEventKind,
-)
+from payments.models import CaptureMethod, Payment, PaymentEventKind
 from payments.provider.client import get_client
 from payments.provider.errors import (
     NotFound,
@@ -36,21 +29,23 @@ from payments.provider.errors import (
     ProviderDown,
 )
 from payments.provider.types import ProviderPayment
-from payments.records import Actor
 from payments.rereading.rules import (
     SCHEDULE_FIELDS,
-    advance,
-    authorizations_expired,
-    authorizations_to_warn,
-    payments_due_for_check,
     payments_lease_checks,
-    payments_unresolved,
+    read_budget_spend,
+    read_schedule_advance,
     reads_left,
-    spend,
+)
+from payments.rereading.selectors import (
+    SYNC_COMPARED,
+    payment_held,
+    payments_due_for_check,
+    payments_unresolved,
 )
 from payments.snapshots import apply_in_transaction, payment_apply
+from payments.statuses import IN_FLIGHT
 from payments.task_names import CHECK_TASK
-from payments.words import EXPIRY_WARNING, provider_errors
+from payments.words import provider_errors
 
 # --- Refresh ------------------------------------------------------------------------------
 # Reading one payment from the provider again.
@@ -61,7 +56,7 @@ def read_payment(provider_id: str, *, counted: bool = True) -> ProviderPayment:
     reserved there already (its errors are the client's: wrap it in `provider_errors()` for the
     shop's messages)."""
     if counted:
-        spend()
+        read_budget_spend()
     return get_client().get_payment(provider_id)
 
 
@@ -119,11 +114,8 @@ def _fetch(provider_id: str) -> ProviderPayment | None:
             return None
 
 
-_AMOUNTS = ("status", "provider_version", "captured_amount", "refunded_amount")
-
-
 def _amounts(payment: Payment) -> tuple[object, ...]:
-    return tuple(getattr(payment, field) for field in _AMOUNTS)
+    return tuple(getattr(payment, field) for field in SYNC_COMPARED)
 
 
 def payment_sync(*, provider_id: str, known: Payment | None = None) -> SyncResult:
@@ -148,13 +140,6 @@ def _reference_is_ours(reference: str) -> bool:
     if Payment.objects.filter(external_reference=reference).exists():
         return True
     return bool(import_string(settings.PAYMENTS_REFERENCE_OWNER_FUNCTION)(reference))
-
-
-def payment_held(provider_id: str) -> Payment | None:
-    """The payment held under this provider id (None: none), with just what `payment_sync`
-    compares: the apply locks and reads the whole row again (a notification's read of an
-    unchanged payment would otherwise load its snapshot twice)."""
-    return Payment.objects.filter(provider_id=provider_id).only(*_AMOUNTS).first()
 
 
 def _apply_held(held: Payment, remote: ProviderPayment) -> SyncResult:
@@ -276,7 +261,7 @@ def payments_reconcile(
     due = [payment.pk for payment in payments_due_for_check(now=now, limit=allowance + 1)]
     report.left_for_later = len(due) > allowance
     claimed = payments_lease_checks(due[:allowance], now=now, until=now + CHECK_LEASE)
-    spend(len(claimed))
+    read_budget_spend(len(claimed))
     for start in range(0, len(claimed), per_task):
         chunk = claimed[start : start + per_task]
         _send_check(chunk)  # their lease is committed: a lost task only delays them
@@ -334,63 +319,7 @@ def payments_check(payment_ids: list[int]) -> CheckReport:
 def _postpone(payment: Payment, now: datetime) -> None:
     """A scheduled read the provider refused (not found, an anomaly): the schedule moves on
     rather than asking again every run."""
-    advance(payment, now=now)
+    read_schedule_advance(payment, now=now)
     Payment.objects.filter(pk=payment.pk).update(
         **{field: getattr(payment, field) for field in SCHEDULE_FIELDS}
-    )
-
-
-@dataclass
-class WatchReport:
-    warned: int = 0
-    refreshed: int = 0
-
-
-def authorizations_watch(*, now: datetime | None = None) -> WatchReport:
-    """Warn staff (ledger, log, managers' mail) about authorizations 27 days old, and refresh
-    those past 30 days: the provider has released the hold by then."""
-    now = now or timezone.now()
-    report = WatchReport()
-    warned: list[Payment] = []
-    for payment in authorizations_to_warn(now=now):
-        with transaction.atomic():
-            claimed = Payment.objects.filter(pk=payment.pk, expiry_warned_at__isnull=True).update(
-                expiry_warned_at=now
-            )
-            if not claimed:
-                continue
-            PaymentEvent.objects.create(
-                payment=payment,
-                kind=PaymentEventKind.EXPIRY_WARNING,
-                old_status=payment.status,
-                new_status=payment.status,
-                message=_expiry_message(payment, now),
-            )
-        warned.append(payment)
-    report.warned = len(warned)
-    if warned:
-        lines = [f"{p.external_reference}: ${p.amount} · {_expiry_message(p, now)}" for p in warned]
-        logger.warning("authorizations expiring soon: %s", "; ".join(lines))
-        mail_managers(
-            f"{len(warned)} authorization(s) expire within {EXPIRY_WARNING_DAYS} days",
-            "Capture or cancel them in the admin before they expire:\n\n" + "\n".join(lines),
-            fail_silently=True,
-        )
-    for payment in authorizations_expired(now=now, limit=reads_left()):
-        try:
-            payment_refresh(payment=payment)
-        except ProviderDown:
-            break
-        except PaymentError as exc:
-            logger.warning("expired authorization %s not refreshed: %s", payment.pk, exc.message)
-            continue
-        report.refreshed += 1
-    return report
-
-
-def _expiry_message(payment: Payment, now: datetime) -> str:
-    expires = payment.authorization_expires_at or now + timedelta(days=EXPIRY_WARNING_DAYS)
-    hours = max(int((expires - now).total_seconds() // 3600), 0)
-    return EXPIRY_WARNING(
-        when=f"{timezone.localtime(expires):%Y-%m-%d %H:%M}", days=hours // 24, hours=hours % 24
     )

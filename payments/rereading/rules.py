@@ -1,7 +1,7 @@
 """Reading payments again, the rules (no call to the provider here): when the shop reads a payment
-again on its own (the schedule), how many reads a minute it allows itself (the read budget),
-and which payments the schedules take (their selectors). The reads themselves are made by
-`payments.rereading.calls`, from tasks only."""
+again on its own (the schedule, and handing its due reads out), and how many reads a minute it
+allows itself (the read budget). Which payments the schedules take: `payments.rereading.selectors`.
+The reads themselves are made by `payments.rereading.calls`, from tasks only."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
-from payments.models import EXPIRY_WARNING_DAYS, IN_FLIGHT, Payment, PaymentStatus
+from core.cache_redis import WindowCounter
+from payments.models import Payment
+from payments.statuses import PaymentStatus
+
+logger = logging.getLogger(__name__)
 
 # --- Read schedule ------------------------------------------------------------------------
 # When the shop reads a payment again on its own, in case it moved without a notification (a
@@ -71,17 +73,17 @@ def _set(payment: Payment, *, since: datetime, done: int) -> None:
     )
 
 
-def restart(payment: Payment, *, now: datetime) -> None:
+def read_schedule_restart(payment: Payment, *, now: datetime) -> None:
     """The payment changed, or a read was asked for it: count its schedule from `now` (not
     saved)."""
     _set(payment, since=now, done=0)
 
 
-def advance(payment: Payment, *, now: datetime) -> None:
+def read_schedule_advance(payment: Payment, *, now: datetime) -> None:
     """A scheduled read found nothing new: the next one is the following step (not saved)."""
     since = payment.checks_from
     if since is None:
-        restart(payment, now=now)
+        read_schedule_restart(payment, now=now)
         return
     done = payment.checks_done + 1
     # A read made late stands for the steps it overtook: no two reads in a row.
@@ -156,70 +158,7 @@ def _from_last_change(payment: Payment, *, now: datetime) -> None:
     _set(payment, since=since, done=done)
 
 
-# --- Read budget --------------------------------------------------------------------------
-# The provider read budget: how many payment reads a minute the shop allows itself in all
-# (`PAYMENTS_PROVIDER_READS_PER_MINUTE`), so that what it reads in the background stays well under
-# the provider's rate limit however long the shop's history grows.
-#
-# Every read of a payment is counted, in the cache, per minute. The reads a notification, a staff
-# member or a shopper's page ask for are never held back (they are what the shop is doing now); the
-# schedule (the reconciliation of `payments.rereading.rules`, the expired authorizations) takes only
-# what they left of this minute, and waits for the next minute otherwise. With the cache away the
-# count is unknown: the schedule then allows itself half the budget, so that together with the
-# reads it cannot see it stays under it.
-
-
-logger = logging.getLogger(__name__)
-
-
-def _key(minute: int) -> str:
-    return f"payments:provider-reads:{minute}"
-
-
-def _minute() -> int:
-    return int(time.time() // 60)
-
-
-def spend(reads: int = 1) -> None:
-    """Count `reads` reads of the provider made now (best effort)."""
-    key = _key(_minute())
-    try:
-        cache.add(key, 0, timeout=180)
-        cache.incr(key, reads)
-    except Exception as exc:  # the cache is away: the schedule plays safe (reads_left)
-        logger.debug("provider reads not counted: %s", exc)
-
-
-def spent_this_minute() -> int | None:
-    """The reads counted this minute; None if the cache cannot say."""
-    try:
-        return int(cache.get(_key(_minute())) or 0)
-    except Exception:
-        return None
-
-
-def reads_left() -> int:
-    """How many reads the schedule may make now, within this minute's budget."""
-    budget = settings.PAYMENTS_PROVIDER_READS_PER_MINUTE
-    spent = spent_this_minute()
-    if spent is None:
-        return budget // 2
-    return max(budget - spent, 0)
-
-
-# --- Selectors ----------------------------------------------------------------------------
-# Reads of payments that take more than a line: what the schedules look at.
-
-
-PENDING_RECONCILE_AFTER = timedelta(minutes=10)
-
-
-def payments_due_for_check(*, now: datetime, limit: int) -> list[Payment]:
-    """The payments whose scheduled read (payments.rereading.rules) is due, the longest due
-    first (a partial index on `next_check_at` serves it, whatever the table's size)."""
-    if limit <= 0:
-        return []
-    return list(Payment.objects.filter(next_check_at__lte=now).order_by("next_check_at")[:limit])
+# A due payment is handed to one check task at a time: its next check moved past the task's lease.
 
 
 def payments_lease_checks(payment_ids: list[int], *, now: datetime, until: datetime) -> list[int]:
@@ -238,64 +177,43 @@ def payments_lease_checks(payment_ids: list[int], *, now: datetime, until: datet
     return due
 
 
-SEND_WAITING_AFTER = timedelta(seconds=20)
+# --- Read budget --------------------------------------------------------------------------
+# The provider read budget: how many payment reads a minute the shop allows itself in all
+# (`PAYMENTS_PROVIDER_READS_PER_MINUTE`), so that what it reads in the background stays well under
+# the provider's rate limit however long the shop's history grows.
+#
+# Every read of a payment is counted, in the cache, per minute. The reads a notification, a staff
+# member or a shopper's page ask for are never held back (they are what the shop is doing now); the
+# schedule (the reconciliation, the expired authorizations: `payments.rereading.calls`) takes only
+# what they left of this minute, and waits for the next minute otherwise. With the cache away the
+# count is unknown: the schedule then allows itself half the budget, so that together with the
+# reads it cannot see it stays under it.
 
 
-def payments_waiting_to_send(*, limit: int = 500) -> list[int]:
-    """Attempts whose create is waiting to be sent (stored, or unanswered, with their request
-    kept) for longer than a task takes to start: their ids, oldest first."""
-    waiting = Payment.objects.filter(
-        status__in=IN_FLIGHT, updated_at__lt=timezone.now() - SEND_WAITING_AFTER
-    ).exclude(create_request="")
-    return list(waiting.order_by("created_at").values_list("pk", flat=True)[:limit])
+# The reads of the provider made in each minute of the clock.
+READS = WindowCounter("payments:provider-reads", seconds=60, keep=180)
 
 
-def payments_unresolved(*, now: datetime) -> int:
-    """Attempts whose outcome is unknown and that no notification has named yet."""
-    return Payment.objects.filter(
-        status__in=IN_FLIGHT,
-        provider_id__isnull=True,
-        created_at__lt=now - PENDING_RECONCILE_AFTER,
-    ).count()
+def read_budget_spend(reads: int = 1) -> None:
+    """Count `reads` reads of the provider made now (best effort)."""
+    try:
+        READS.add(reads)
+    except Exception as exc:  # the cache is away: the schedule plays safe (reads_left)
+        logger.debug("provider reads not counted: %s", exc)
 
 
-def authorizations_to_warn(*, now: datetime) -> list[Payment]:
-    return list(
-        Payment.objects.filter(
-            status=PaymentStatus.AUTHORIZED,
-            expiry_warned_at__isnull=True,
-            authorization_expires_at__gt=now,  # expired ones are refreshed, not announced
-            authorization_expires_at__lte=now + timedelta(days=EXPIRY_WARNING_DAYS),
-        ).order_by("authorization_expires_at")
-    )
+def spent_this_minute() -> int | None:
+    """The reads counted this minute; None if the cache cannot say."""
+    try:
+        return READS.count()
+    except Exception:
+        return None
 
 
-def authorizations_expired(*, now: datetime, limit: int) -> list[Payment]:
-    return list(
-        Payment.objects.filter(
-            status=PaymentStatus.AUTHORIZED,
-            provider_id__isnull=False,
-            authorization_expires_at__lte=now,
-        ).order_by("authorization_expires_at")[: max(limit, 0)]
-    )
-
-
-def changed_references(
-    *, since: datetime, after: tuple[datetime, int] | None = None, limit: int
-) -> tuple[list[str], tuple[datetime, int] | None]:
-    """The external references of up to `limit` payments changed since `since`, in the order of
-    their change, from just `after` the (updated_at, id) a previous page ended at; and where this
-    page ends (None when there is no more)."""
-    changed = Payment.objects.filter(updated_at__gte=since)
-    if after is not None:
-        changed = changed.filter(
-            Q(updated_at__gt=after[0]) | Q(updated_at=after[0], pk__gt=after[1])
-        )
-    rows = list(
-        changed.order_by("updated_at", "pk").values_list("updated_at", "pk", "external_reference")[
-            :limit
-        ]
-    )
-    references = list(dict.fromkeys(reference for _, _, reference in rows if reference))
-    end = (rows[-1][0], rows[-1][1]) if len(rows) == limit else None
-    return references, end
+def reads_left() -> int:
+    """How many reads the schedule may make now, within this minute's budget."""
+    budget = settings.PAYMENTS_PROVIDER_READS_PER_MINUTE
+    spent = spent_this_minute()
+    if spent is None:
+        return budget // 2
+    return max(budget - spent, 0)

@@ -14,6 +14,7 @@ from requests.adapters import BaseAdapter
 
 from bench import sale_day, sale_day_cpu, sale_day_rush, sale_day_shop, sale_day_stats
 from bench.sale_day_shop import Hit, Level, TimedSession, Visit
+from tools.shopper import OrderNotPlaced
 
 # --- Steps and the admission queue -----------------------------------------------------------
 
@@ -118,7 +119,7 @@ def test_a_failed_visit_says_where_it_failed() -> None:
     with pytest.raises(requests.HTTPError) as raised:
         answer.raise_for_status()
     assert sale_day_shop.error_label(raised.value) == "502 at order"
-    refused = sale_day_shop.soak.OrderNotPlaced("no", 429)
+    refused = OrderNotPlaced("no", 429)
     assert sale_day_shop.error_label(refused) == "order not placed (429)"
     assert sale_day_shop.error_label(ValueError("not JSON")) == "ValueError"
 

@@ -62,7 +62,7 @@ def expect_given_back(provider: Any, order: Order, capture: str, charged: Decima
     capture) the `charged` amount refunded, which the provider reports as cancelled (a void on
     the day)."""
     from checkout.orders.selectors import order_payments
-    from payments.models import PaymentStatus
+    from payments.statuses import PaymentStatus
 
     payment = order_payments(order)[-1]
     assert payment.status == PaymentStatus.CANCELLED

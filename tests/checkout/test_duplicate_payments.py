@@ -11,8 +11,9 @@ from django.core import mail
 
 from checkout.models import Order, OrderStatus
 from checkout.orders.selectors import order_payments
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
 from payments.rereading.calls import payment_refresh
+from payments.statuses import PaymentStatus
 from tests.checkout.helpers import open_challenge, pay_order
 from tests.factories import ProductFactory
 from tests.helpers.provider import VISA, Api

@@ -21,8 +21,8 @@ from checkout.orders.selectors import order_payments
 from checkout.records import order_event_record
 from checkout.stock.rules import order_restock_unshipped
 from checkout.words import PAID_AFTER_CANCELLATION, RETURNED_AFTER_CANCELLATION
-from payments.models import PaymentStatus
 from payments.rereading.calls import payment_refresh
+from payments.statuses import PaymentStatus
 from tests.checkout.helpers import expect_given_back, open_challenge, pass_challenge, stock
 from tests.factories import ProductFactory
 from tests.helpers.html import html

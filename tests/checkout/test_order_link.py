@@ -18,7 +18,7 @@ from django.urls import resolve, reverse
 from checkout.links import order_link, order_link_path, order_token, token_matches
 from checkout.models import Order, OrderStatus, Product
 from checkout.ownership import linked_order
-from payments.models import PaymentStatus
+from payments.statuses import PaymentStatus
 from tests.checkout.helpers import open_challenge
 from tests.factories import OrderFactory, PaymentFactory, ProductFactory
 from tests.helpers.html import html

@@ -15,8 +15,9 @@ from django.utils import timezone
 
 from checkout.models import Order, Product
 from payments.attempts.calls import payment_send_create
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
 from payments.provider.errors import PaymentOutcomeUnknown
+from payments.statuses import PaymentStatus
 from payments.tasks import payment_send_create_task
 from tests.checkout.test_pay import attempt, status_of, token
 from tests.helpers.provider import Api

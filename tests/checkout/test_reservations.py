@@ -24,8 +24,8 @@ from checkout.orders.rules import CheckoutError, order_create_from_cart, order_s
 from checkout.orders.selectors import order_payments
 from checkout.reservations.rules import order_expire, reservations_expire
 from checkout.tasks import reservations_expire_task
-from payments.models import PaymentStatus
 from payments.rereading.calls import payment_refresh
+from payments.statuses import PaymentStatus
 from tests.checkout.helpers import expect_given_back, open_challenge, pass_challenge, stock
 from tests.factories import PaymentFactory, ProductFactory
 from tests.helpers.html import html

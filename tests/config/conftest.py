@@ -15,7 +15,8 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from books.models import BooksExport
-from payments.models import PaymentStatus, Subscription
+from payments.models import Subscription
+from payments.statuses import PaymentStatus
 from staff_signin.models import SignInEvent
 from tests.books.helpers import paid_order, requested
 from tests.config.csrf_cases import PASSWORD, WEBHOOK_TOKEN, World, payment_row

@@ -29,14 +29,8 @@ from books.links import factura_urls
 from books.models import BooksExport, FacturaRequest, FacturaState
 from checkout.links import order_link_path
 from checkout.models import Order, OrderItem, Product
-from payments.models import (
-    CaptureMethod,
-    Payment,
-    PaymentEvent,
-    PaymentStatus,
-    Refund,
-    Subscription,
-)
+from payments.models import CaptureMethod, Payment, PaymentEvent, Refund, Subscription
+from payments.statuses import PaymentStatus
 from staff_actions.models import StaffAction
 from staff_signin.models import SignInEvent
 from tests.books.helpers import BUYER, UUID, cfdi

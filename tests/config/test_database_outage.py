@@ -28,7 +28,7 @@ from tests.helpers.servers import free_port
 from tests.helpers.shop import CUSTOMER
 from tests.helpers.staff import sign_in_staff
 from tests.helpers.waiting import wait_until
-from tools.test_services import EmbeddedPostgres
+from tools.services_for_tests import EmbeddedPostgres
 
 pytestmark = pytest.mark.timeout(150)
 

@@ -396,3 +396,35 @@ def test_a_column_that_is_not_sortable_does_not_sort_when_asked_by_address(
     response = admin_client.get(LISTS[listing].url, {"o": str(display.index(column))})
 
     assert list(response.context["cl"].queryset.query.order_by) == ["-pk"]
+
+
+# --- Read only ----------------------------------------------------------------------------------
+
+# The admins whose rows the shop writes, and the inlines of its ledgers and mails.
+READ_ONLY = [
+    "payments.Payment",
+    "payments.Subscription",
+    "checkout.Order",
+    "webhooks.WebhookEvent",
+    "staff_signin.SignInEvent",
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("label", READ_ONLY)
+def test_a_read_only_admin_lets_nobody_add_change_or_delete(label: str, rf: Any) -> None:
+    """Not even a superuser adds, changes or deletes a payment, a subscription, an order, a
+    notification or a sign-in from the admin, nor a row of their inlines (ReadOnlyAdmin)."""
+    from django.apps import apps
+    from django.contrib import admin
+    from django.contrib.auth import get_user_model
+
+    request = rf.get("/")
+    request.user = get_user_model()(is_superuser=True, is_staff=True, is_active=True)
+    model_admin = admin.site._registry[apps.get_model(label)]
+
+    for each in [model_admin, *model_admin.get_inline_instances(request)]:
+        assert not each.has_add_permission(request), each
+        assert not each.has_change_permission(request), each
+        assert not each.has_delete_permission(request), each
+    assert model_admin.has_view_permission(request)

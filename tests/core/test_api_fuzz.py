@@ -32,7 +32,8 @@ from schemathesis import GenerationMode
 
 from checkout.models import Order, OrderStatus, Product
 from core.task_queue import is_marked, unmark
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
+from payments.statuses import PaymentStatus
 from payments.task_names import REFRESH_TASK, marker
 from tests.core.fuzzing import (
     CLIENT_ADDRESS,

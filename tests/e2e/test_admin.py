@@ -19,7 +19,8 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from checkout.models import Fulfilment, Order, Product
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
+from payments.statuses import PaymentStatus
 from tests.e2e.helpers import Shop, full_page_screenshot, log_in, success
 from tests.factories import PaymentFactory
 from tests.helpers.paths import ROOT

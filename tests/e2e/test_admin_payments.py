@@ -18,7 +18,8 @@ from playwright.sync_api import expect
 
 from checkout.models import Product
 from payments.actions.subscription_calls import subscription_sync
-from payments.models import Payment, PaymentStatus, Subscription
+from payments.models import Payment, Subscription
+from payments.statuses import PaymentStatus
 from staff_actions.models import StaffAction
 from tests.e2e.helpers import Shop, log_in, success
 from tests.helpers.shop import paid_order, remote_of

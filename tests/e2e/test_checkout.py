@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from checkout.models import OrderStatus
-from payments.models import PaymentStatus
+from payments.statuses import PaymentStatus
 from tests.e2e.helpers import (
     CARD_FRAME,
     CHALLENGE_FRAME,

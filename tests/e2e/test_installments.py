@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from payments.models import PaymentStatus
+from payments.statuses import PaymentStatus
 from tests.e2e.helpers import Shop, Shopper, open_page
 from tests.helpers.provider import INSTALLMENTS_VISA, VISA
 from tests.helpers.waiting import wait_until

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from payments.models import PaymentStatus
+from payments.statuses import PaymentStatus
 from tests.e2e.helpers import Shop, Shopper, expect_paid_order_page
 from tests.helpers.provider import THREE_DS, VISA
 

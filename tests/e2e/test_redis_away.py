@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
+from payments.statuses import PaymentStatus
 from tests.e2e.helpers import PRODUCT, Shop, Shopper, expect_paid_order_page
 from tests.factories import ProductFactory
 from tests.helpers.processes import Processes

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from checkout.models import Order, OrderStatus, Product
 from checkout.reservations.rules import SOONEST_END
-from payments.models import PaymentStatus
+from payments.statuses import PaymentStatus
 from tests.e2e.helpers import PRODUCT, Shop, Shopper, open_page
 from tests.helpers.provider import THREE_DS, VISA
 from tests.helpers.waiting import wait_until

@@ -89,7 +89,8 @@ def error_messages(response: HttpResponse) -> list[str]:
 def send_creates() -> None:
     """Send, here and now, the create of each attempt stored and not yet sent, as its task does
     on a worker (what the task queues on commit is left to the test's own capture)."""
-    from payments.models import IN_FLIGHT, Payment
+    from payments.models import Payment
+    from payments.statuses import IN_FLIGHT
     from payments.tasks import payment_send_create_task
 
     waiting = Payment.objects.filter(status__in=IN_FLIGHT).exclude(create_request="")

@@ -22,10 +22,12 @@ from django.contrib.messages import get_messages
 from django.test import TestCase
 from django.urls import reverse
 
-from payments.models import CaptureMethod, Payment, PaymentStatus
-from payments.provider.client import PaymentsClient, default_retry
+from payments.models import CaptureMethod, Payment
+from payments.provider.client import PaymentsClient
 from payments.provider.errors import ProviderApiError
+from payments.provider.retries import default_retry
 from payments.provider.types import ProviderPayment
+from payments.statuses import PaymentStatus
 from tests.factories import PaymentFactory, provider_payment
 from tests.helpers.provider import CVV_FOR, VISA, Api
 

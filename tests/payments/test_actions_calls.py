@@ -12,15 +12,9 @@ from django.utils import translation
 
 from payments.actions.calls import payment_cancel, payment_capture, payment_refund
 from payments.actions.subscription_calls import subscription_cancel, subscription_sync
-from payments.models import (
-    Payment,
-    PaymentEventKind,
-    PaymentStatus,
-    Refund,
-    Subscription,
-    SubscriptionStatus,
-)
+from payments.models import Payment, PaymentEventKind, Refund, Subscription, SubscriptionStatus
 from payments.provider.errors import InvalidAmount, PaymentNotAllowed, PaymentRefused, ProviderDown
+from payments.statuses import PaymentStatus
 from payments.words import REFUSALS
 from tests.factories import provider_payment
 from tests.helpers.provider import DECLINED, THREE_DS, VISA, Api

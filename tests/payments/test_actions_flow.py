@@ -7,8 +7,9 @@ from decimal import Decimal
 import pytest
 
 from payments.actions.calls import payment_capture, payment_refund
-from payments.models import PaymentEventKind, PaymentStatus
+from payments.models import PaymentEventKind
 from payments.rereading.calls import payment_refresh
+from payments.statuses import PaymentStatus
 from tests.factories import provider_payment
 from tests.helpers.provider import Api
 

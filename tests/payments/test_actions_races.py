@@ -14,13 +14,14 @@ import pytest
 from payments.actions.calls import payment_cancel, payment_capture, payment_refund
 from payments.attempts.calls import payment_send_create
 from payments.attempts.rules import payment_attempt_store
-from payments.models import Payment, PaymentEventKind, PaymentStatus, Refund
+from payments.models import Payment, PaymentEventKind, Refund
 from payments.provider.errors import (
     InvalidAmount,
     PaymentInProgress,
     PaymentNotAllowed,
     PaymentOutcomeUnknown,
 )
+from payments.statuses import PaymentStatus
 from payments.task_names import SEND_CREATE_TASK
 from tests.factories import order_reference, provider_payment
 from tests.helpers.broker import take_queued

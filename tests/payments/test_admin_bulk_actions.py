@@ -12,7 +12,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from payments.models import Payment, PaymentEventKind, PaymentStatus
+from payments.models import Payment, PaymentEventKind
+from payments.statuses import PaymentStatus
 from tests.helpers.provider import Api
 from tests.helpers.staff import sign_in_staff
 from tests.payments.helpers import (

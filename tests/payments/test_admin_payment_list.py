@@ -17,7 +17,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import strip_tags
 
-from payments.models import CaptureMethod, PaymentStatus
+from payments.models import CaptureMethod
+from payments.statuses import PaymentStatus
 from tests.payments.helpers import CHANGELIST, money, stored_payment
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]

@@ -15,7 +15,8 @@ from django.test import Client
 from django.utils.html import strip_tags
 
 from payments.actions.calls import payment_refund
-from payments.models import PaymentStatus, Refund
+from payments.models import Refund
+from payments.statuses import PaymentStatus
 from tests.helpers.provider import Api
 from tests.helpers.staff import sign_in_staff
 from tests.payments.helpers import (

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from payments.models import PaymentStatus
+from payments.statuses import PaymentStatus
 from tests.helpers.provider import Api
 from tests.helpers.staff import authenticator, current_code, sign_in_staff
 from tests.payments.helpers import (

@@ -15,7 +15,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
+from payments.statuses import PaymentStatus
 from tests.factories import OrderFactory, PaymentFactory, ProductFactory
 from tests.helpers.staff import sign_in_staff
 

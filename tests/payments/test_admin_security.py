@@ -41,14 +41,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from checkout.models import Order
-from payments.models import (
-    CaptureMethod,
-    Payment,
-    PaymentEvent,
-    PaymentStatus,
-    Refund,
-    Subscription,
-)
+from payments.models import CaptureMethod, Payment, PaymentEvent, Refund, Subscription
+from payments.statuses import PaymentStatus
 from tests.factories import PaymentFactory
 from tests.helpers.staff import authenticator, sign_in_staff
 from webhooks.models import WebhookEvent, WebhookState

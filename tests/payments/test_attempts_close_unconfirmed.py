@@ -18,9 +18,10 @@ from django.utils import timezone
 from checkout.models import Order, OrderStatus
 from payments.attempts.rules import payment_close_unconfirmed
 from payments.attempts.sealed import seal
-from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
+from payments.models import Payment, PaymentEvent, PaymentEventKind
 from payments.provider.errors import PaymentNotAllowed
 from payments.rereading.calls import SyncOutcome, payment_sync
+from payments.statuses import PaymentStatus
 from tests.factories import OrderFactory, PaymentFactory, ProductFactory
 from tests.helpers.provider import Api
 from tests.helpers.staff import sign_in_staff

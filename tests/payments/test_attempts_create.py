@@ -18,7 +18,7 @@ from django.utils import timezone, translation
 from payments.actions.calls import payment_capture
 from payments.attempts.calls import payment_send_create
 from payments.attempts.sealed import unseal
-from payments.models import Payment, PaymentEventKind, PaymentStatus
+from payments.models import Payment, PaymentEventKind
 from payments.provider.client import PaymentsClient
 from payments.provider.errors import (
     InvalidAmount,
@@ -29,7 +29,7 @@ from payments.provider.errors import (
 )
 from payments.provider.types import ProviderPayment
 from payments.rereading.calls import payment_refresh, payment_sync
-from payments.statuses import UnknownProviderStatus, local_status
+from payments.statuses import PaymentStatus, UnknownProviderStatus, local_status
 from payments.words import NOT_REACHED, NOT_REACHED_MESSAGE, REFUSALS, failure_message
 from tests.factories import order_reference, provider_payment
 from tests.helpers.provider import (

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from payments.provider.client import PaymentsClient, default_retry
+from payments.provider.client import PaymentsClient
 from payments.provider.errors import OutcomeUnknown, ProviderUnavailable
+from payments.provider.retries import default_retry
 from tests.helpers.servers import free_port
 from tests.payments.helpers import PAYMENT_ID, error_body, key
 

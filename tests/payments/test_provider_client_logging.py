@@ -13,8 +13,9 @@ import pytest
 import requests
 import responses
 
-from payments.provider.client import PaymentsClient, default_retry
+from payments.provider.client import PaymentsClient
 from payments.provider.errors import Conflict, NotFound, OutcomeUnknown, Unauthorized
+from payments.provider.retries import default_retry
 from tests.helpers.provider import PUBLIC_KEY, SECRET_KEY, VISA, Api
 from tests.payments.helpers import (
     FAKE_URL,

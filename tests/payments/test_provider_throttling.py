@@ -1,7 +1,7 @@
 """A provider that says "slow down": a 429 is `Throttled` (not processed, not retried in the
 worker's thread), its `Retry-After` read; a task waits that long plus jitter before trying
-again; a staff action goes back to its queue and runs again with its key; and the shop's own
-writes keep to PAYMENTS_PROVIDER_WRITES_PER_SECOND across threads through Redis."""
+again; a staff action goes back to its queue and its task tries again with its key; and the
+shop's own writes keep to PAYMENTS_PROVIDER_WRITES_PER_SECOND across threads through Redis."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ from django.test import Client
 from prometheus_client import REGISTRY
 
 from core.errors import TryLater
-from core.task_queue import asked_wait
-from payments.models import PaymentStatus
+from core.task_queue import PROVIDER_THROTTLED, asked_wait
 from payments.provider.client import _retry_after, get_client
 from payments.provider.errors import (
     PaymentOutcomeUnknown,
@@ -29,8 +28,13 @@ from payments.provider.errors import (
     Throttled,
 )
 from payments.provider.pace import write_slot_wait
+from payments.statuses import PaymentStatus
+from staff_actions import kinds
+from staff_actions.calls import staff_action_run
+from staff_actions.kinds import ActionKind, Outcome
 from staff_actions.models import StaffAction, StaffActionState
-from staff_actions.services import THROTTLED_RUNS, staff_action_run
+from staff_actions.rules import staff_action_request
+from staff_actions.tasks import staff_action_run_task
 from tests.helpers.broker import take_queued_with_eta
 from tests.helpers.provider import VISA, Api
 from tests.helpers.staff import sign_in_staff
@@ -141,25 +145,57 @@ def test_a_throttled_capture_runs_again_with_its_key_then_captures_once(
     take_queued_with_eta(current_app)
     fault = provider.add_fault(path="/payments", method="PATCH", status=429, times=2)
 
-    # When its task runs while the provider throttles: queued again, after a wait, claim kept
-    assert staff_action_run(action_id=action.pk) == StaffActionState.QUEUED
-    queued = take_queued_with_eta(current_app)
-    assert [(name, args) for name, args, _eta in queued] == [(RUN_TASK, [action.pk])]
-    assert queued[0][2] is not None  # with a countdown
+    # When its run meets the provider throttling: not done, not refused; queued again, the
+    # claim kept, nothing failed in the ledger, and the error raised for the task to retry
+    with pytest.raises(ProviderThrottled):
+        staff_action_run(action_id=action.pk)
+    action.refresh_from_db()
+    assert (action.state, action.runs) == (StaffActionState.QUEUED, 1)
     payment.refresh_from_db()
     assert payment.intent and payment.status == PaymentStatus.AUTHORIZED
     assert not payment.events.filter(kind="failed").exists()
-    assert staff_action_run(action_id=action.pk) == StaffActionState.QUEUED
 
-    # Then, once the provider accepts, it captures once, with the action's key
-    assert staff_action_run(action_id=action.pk) == StaffActionState.DONE
+    # When its task runs (as a worker does; here its retries come at once): it tries again
+    # while the provider throttles, then captures once, with the action's key
+    staff_action_run_task.apply(args=[action.pk])
     action.refresh_from_db()
-    assert (action.ok, action.runs) == (True, 3)
+    assert (action.state, action.ok, action.runs) == (StaffActionState.DONE, True, 3)
     assert provider.fault_hits(fault) == 2
     remote = provider.payment(payment.provider_id)
     assert (remote["status"], remote["captured_amount"]) == ("approved", Decimal("250.00"))
     payment.refresh_from_db()
     assert (payment.status, payment.intent) == (PaymentStatus.APPROVED, "")
+    assert payment.events.filter(kind="captured").count() == 1
+
+
+@pytest.mark.django_db
+def test_a_throttled_staff_action_task_comes_back_after_the_wait_asked_for(
+    monkeypatch: Any,
+) -> None:
+    """The staff action's task retries by its policy when the provider says "slow down",
+    counted down from the provider's wait (plus jitter), not from the policy's backoff."""
+
+    def throttled(action: StaffAction) -> Outcome:
+        raise ProviderThrottled("slow down", retry_after=30.0)
+
+    monkeypatch.setitem(
+        kinds._KINDS, "tests.throttled", ActionKind("tests.throttled", "t", throttled)
+    )
+    action = staff_action_request(kind="tests.throttled", actor=None)
+    asked: dict[str, Any] = {}
+
+    def retry(self: Any, args: Any, kwargs: Any, exc: Any, throw: Any, eta: Any, countdown: Any,
+              *rest: Any, **options: Any) -> Any:  # fmt: skip
+        asked.update(eta=eta, countdown=countdown, exc=exc)
+        raise RuntimeError("retried")
+
+    monkeypatch.setattr("celery.app.task.Task.retry", retry)
+    staff_action_run_task.apply(args=[action.pk])
+
+    assert 30.0 <= asked["countdown"] <= 60.0 and asked["eta"] is None
+    assert isinstance(asked["exc"], ProviderThrottled)
+    action.refresh_from_db()
+    assert (action.state, action.runs) == (StaffActionState.QUEUED, 1)
 
 
 @pytest.mark.django_db
@@ -168,7 +204,7 @@ def test_a_capture_throttled_past_its_runs_is_said_as_not_done(
     provider: Api, client: Client, admin_user: Any
 ) -> None:
     payment, action = capture_asked(provider, client, admin_user)
-    StaffAction.objects.filter(pk=action.pk).update(runs=THROTTLED_RUNS - 1)
+    StaffAction.objects.filter(pk=action.pk).update(runs=PROVIDER_THROTTLED.max_retries - 1)
     provider.add_fault(path="/payments", method="PATCH", status=429)
 
     assert staff_action_run(action_id=action.pk) == StaffActionState.FAILED

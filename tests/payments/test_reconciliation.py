@@ -19,13 +19,11 @@ from checkout.models import Order, OrderStatus
 from core.task_queue import is_marked, mark, unmark
 from payments.actions.calls import payment_cancel
 from payments.attempts.rules import payment_attempt_store
-from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
+from payments.models import Payment, PaymentEvent, PaymentEventKind
 from payments.provider.errors import PaymentOutcomeUnknown, PaymentRefused
-from payments.rereading.calls import (
-    SyncOutcome,
-    authorizations_watch,
-    payment_sync,
-)
+from payments.rereading.calls import SyncOutcome, payment_sync
+from payments.rereading.expiry_calls import authorizations_watch
+from payments.statuses import PaymentStatus
 from payments.task_names import MARKER_TTL, SEND_CREATE_TASK, marker
 from payments.tasks import payment_send_create_task, payments_send_waiting_task
 from tests.factories import (
@@ -330,11 +328,12 @@ def test_staff_are_warned_once_about_an_authorization_about_to_expire(
     provider: Api, settings: Any
 ) -> None:
     """An authorization expiring within 3 days gets a warning: expiry_warned_at, one `expiring`
-    ledger entry and one mail to the managers; the next run warns nothing new."""
+    ledger entry and one mail to the managers (its amount written $1,290.00); the next run warns
+    nothing new."""
     # Given an authorization 28 days old and one just made
     settings.MANAGERS = [("Ops", "ops@example.com")]
     now = timezone.now()
-    expiring = provider_payment(provider, capture_method="manual")
+    expiring = provider_payment(provider, capture_method="manual", amount="1290.00")
     fresh = provider_payment(provider, capture_method="manual")
     age(
         expiring,
@@ -358,7 +357,7 @@ def test_staff_are_warned_once_about_an_authorization_about_to_expire(
     [message] = mail.outbox
     assert message.to == ["ops@example.com"]
     assert "1 authorization(s) expire within 3 days" in message.subject
-    assert expiring.external_reference in message.body
+    assert f"{expiring.external_reference}: $1,290.00 · " in message.body  # money as people read it
     assert fresh.external_reference not in message.body
 
     # When it runs again

@@ -14,12 +14,13 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
+from payments.models import Payment, PaymentEvent, PaymentEventKind
 from payments.provider.errors import PaymentNotAllowed, ProviderDown
 from payments.provider.types import ProviderPayment
 from payments.rereading.calls import payment_refresh
 from payments.signals import payment_status_changed
 from payments.snapshots import IllegalTransition, payment_apply
+from payments.statuses import PaymentStatus
 from tests.factories import PaymentFactory, provider_payment
 from tests.helpers.provider import THREE_DS, Api
 

@@ -10,7 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
+from payments.statuses import PaymentStatus
 from tests.factories import provider_payment
 from tests.helpers.provider import Api
 

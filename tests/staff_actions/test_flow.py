@@ -18,11 +18,13 @@ from django.urls import reverse
 from django.utils import timezone, translation
 
 from payments.actions.rules import INTENT_TIMEOUT, claim_payment
-from payments.models import Payment, PaymentEventKind, PaymentIntent, PaymentStatus
+from payments.models import Payment, PaymentEventKind, PaymentIntent
 from payments.provider.client import PaymentsClient
 from payments.provider.errors import PaymentInProgress
+from payments.statuses import PaymentStatus
+from staff_actions.calls import staff_action_run
 from staff_actions.models import StaffAction, StaffActionState
-from staff_actions.services import LEASE, staff_action_run, staff_actions_requeue
+from staff_actions.rules import LEASE, staff_actions_requeue
 from tests.helpers.broker import take_queued
 from tests.helpers.provider import Api
 from tests.helpers.staff import sign_in_staff

@@ -1,5 +1,5 @@
 """One staff action open at a time on an object and on a payment, each guard shown refusing by
-itself: `ActionBusy` (staff_actions/services.py: the refusal said to staff) and the two unique
+itself: `ActionBusy` (staff_actions/rules.py: the refusal said to staff) and the two unique
 constraints on open StaffActions behind it (staff_actions/models.py: one per object, one per
 payment).
 

@@ -22,7 +22,7 @@ from checkout.models import Order, OrderItem, OrderMail
 from checkout.orders.rules import CLOSED_STATUSES, charges_held, orders_out_of_step, status_given
 from checkout.orders.selectors import order_payments
 from payments.models import Payment, PaymentEvent, Refund, Subscription
-from payments.rereading.rules import payments_due_for_check, payments_waiting_to_send
+from payments.rereading.selectors import payments_due_for_check, payments_waiting_to_send
 from tests.factories import OrderFactory
 from tests.helpers.settings import production_env, run
 from tests.helpers.staff import sign_in_staff

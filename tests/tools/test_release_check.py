@@ -16,8 +16,9 @@ import pytest
 import requests
 
 from tests.helpers.servers import free_port
-from tools.release_check import error_lines, previous_release
+from tools.release_check import previous_release
 from tools.release_processes import Proxy, Release
+from tools.release_verdict import error_lines
 
 
 def test_the_previous_release_is_the_newest_in_the_changelog_before_this_tree() -> None:

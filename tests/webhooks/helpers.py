@@ -14,7 +14,8 @@ from typing import Any
 import requests
 
 from checkout.models import Order
-from payments.models import Payment, PaymentEvent, PaymentStatus
+from payments.models import Payment, PaymentEvent
+from payments.statuses import PaymentStatus
 from tests.factories import OrderFactory, ProductFactory, provider_payment
 from tests.helpers.provider import VISA, Api
 from webhooks.models import WebhookEvent, WebhookState

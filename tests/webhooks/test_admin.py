@@ -25,7 +25,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from payments.models import CaptureMethod, Payment, PaymentStatus
+from payments.models import CaptureMethod, Payment
+from payments.statuses import PaymentStatus
 from tests.factories import PaymentFactory
 from tests.helpers.broker import take_queued
 from tests.helpers.staff import sign_in_staff

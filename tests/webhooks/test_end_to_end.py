@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from checkout.models import Order, OrderStatus
-from payments.models import Payment, PaymentEvent, PaymentStatus
+from payments.models import Payment, PaymentEvent
+from payments.statuses import PaymentStatus
 from tests.factories import OrderFactory, ProductFactory, provider_payment
 from tests.helpers.provider import THREE_DS, VISA, Api
 from tests.helpers.waiting import wait_until

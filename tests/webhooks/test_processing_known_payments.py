@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from checkout.models import OrderStatus
 from core.task_queue import is_marked
-from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentStatus
+from payments.models import Payment, PaymentEvent, PaymentEventKind
+from payments.statuses import PaymentStatus
 from tests.factories import provider_payment
 from tests.helpers.broker import take_queued
 from tests.helpers.provider import Api

@@ -16,7 +16,8 @@ from django.utils import timezone
 
 import webhooks.calls
 from checkout.models import Order, OrderStatus
-from payments.models import Payment, PaymentEventKind, PaymentStatus
+from payments.models import Payment, PaymentEventKind
+from payments.statuses import PaymentStatus
 from tests.factories import PaymentFactory, provider_payment
 from tests.helpers.broker import take_queued
 from tests.helpers.provider import Api

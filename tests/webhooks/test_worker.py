@@ -31,7 +31,8 @@ from hypothesis import strategies as st
 from checkout.models import Order, OrderMail, OrderMailKind, OrderStatus
 from checkout.orders.rules import derive_order_status
 from checkout.orders.selectors import order_payments
-from payments.models import Payment, PaymentStatus
+from payments.models import Payment
+from payments.statuses import PaymentStatus
 from tests.factories import provider_payment
 from tests.helpers.provider import DECLINED, INSUFFICIENT_FUNDS, MASTER, THREE_DS, VISA, Api
 from tests.helpers.servers import TcpProxy

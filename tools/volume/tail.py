@@ -41,9 +41,9 @@ from payments.models import (
     Payment,
     PaymentEvent,
     PaymentEventKind,
-    PaymentStatus,
 )
-from payments.rereading.rules import SCHEDULE_FIELDS, restart
+from payments.rereading.rules import SCHEDULE_FIELDS, read_schedule_restart
+from payments.statuses import PaymentStatus
 from staff_actions.models import StaffAction
 from webhooks.models import EventType, WebhookEvent, WebhookState
 
@@ -169,7 +169,7 @@ def _payment(
     created = placed + timedelta(seconds=rng.uniform(40, 120))
     payment = _create_payment(order, status, created, rng, request)
     # Its reads scheduled from its last change, as the shop does: the pending ones are due.
-    restart(payment, now=created + timedelta(seconds=2))
+    read_schedule_restart(payment, now=created + timedelta(seconds=2))
     Payment.objects.filter(pk=payment.pk).update(
         updated_at=created + timedelta(seconds=2),
         **{field: getattr(payment, field) for field in SCHEDULE_FIELDS},

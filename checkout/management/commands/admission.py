@@ -13,7 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from checkout.admission.rules import admission_figures, pace_kind, pace_set, page_p95
-from core.cache_redis import cache_redis_kept
+from core.cache_redis import cache_is_redis
 
 
 class Command(BaseCommand):
@@ -29,7 +29,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if not cache_redis_kept():
+        if not cache_is_redis():
             raise CommandError("The admission needs Redis (REDIS_URL): there is no queue.")
         if options["per_second"] is not None:
             if options["per_second"] < 0:

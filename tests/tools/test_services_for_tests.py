@@ -1,4 +1,4 @@
-"""`make test` on a machine with nothing configured: tools.test_services starts a PostgreSQL
+"""`make test` on a machine with nothing configured: tools.services_for_tests starts a PostgreSQL
 and a Redis of the run's own, hands their addresses to the command, and leaves nothing behind."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ print(json.dumps({"database": database, "redis": broker, "version": version,
 
 def run(env: dict[str, str], *command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tools.test_services", "--", *command],
+        [sys.executable, "-m", "tools.services_for_tests", "--", *command],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -100,7 +100,15 @@ def test_stopped_from_outside_the_command_is_interrupted_and_the_servers_removed
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env["TMPDIR"] = str(tmp_path)
     wrapper = subprocess.Popen(
-        [sys.executable, "-m", "tools.test_services", "--", sys.executable, "-c", INTERRUPTIBLE],
+        [
+            sys.executable,
+            "-m",
+            "tools.services_for_tests",
+            "--",
+            sys.executable,
+            "-c",
+            INTERRUPTIBLE,
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -1,16 +1,12 @@
-"""Recording a staff action and queueing its task; running it when the task comes; queueing
-again those whose task was lost.
+"""Staff actions, the rules (no call to the provider here): recording what a staff member asks
+and queueing its task, saying how a run ended, and queueing again the actions whose task was
+lost. The run itself is `staff_actions.calls`, from the task only.
 
 Asked: the action is recorded (in the language the staff member uses now) with the idempotency
 key every run sends, the payment it moves claimed in the same transaction (`Asked.claim`, by the
 app that declared the action), and its task queued once committed. Of two actions asked at once
-on one object or one payment, exactly one is recorded: a unique constraint on the open ones.
-
-Run: a run starts only if the action is queued, or running with its lease expired (its worker
-died): a task delivered twice, or queued again by the sweep while the first one runs, does the
-work once, and a run after a lost one asks the provider the same thing again. A run the
-provider asked to slow down (a `TryLater`) did nothing: the action goes back to the queue and
-runs again after the wait asked for, with the same key, up to THROTTLED_RUNS runs.
+on one object or one payment, exactly one is recorded: a unique constraint on the open ones, said
+to the other as `ActionBusy`.
 """
 
 from __future__ import annotations
@@ -27,18 +23,18 @@ from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, transaction
-from django.db.models import F, Model, Q
+from django.db.models import Model, Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from core.errors import Refusal, TryLater
-from core.task_queue import asked_wait, queue_on_commit, send_now
+from core.errors import Refusal
+from core.task_queue import queue_on_commit, send_now
 from staff_actions.kinds import Outcome, kind_named
 from staff_actions.models import OPEN_ACTION_STATES, StaffAction, StaffActionState
+from staff_actions.task_names import RUN_TASK
 
 logger = logging.getLogger(__name__)
 
-RUN_TASK = "payments.tasks.staff_action_run_task"
 # Longer than any run takes (a provider call with its retries, a refresh after it): a run
 # older than this lost its worker, and the sweep queues it again.
 LEASE = timedelta(minutes=5)
@@ -46,8 +42,6 @@ LEASE = timedelta(minutes=5)
 REQUEUE_AFTER = timedelta(minutes=1)
 # Runs after which an action that never finished is given up (said to staff as not done).
 MAX_RUNS = 5
-# Runs after which an action the provider kept asking to slow down is said as not done.
-THROTTLED_RUNS = 20
 
 
 class ActionBusy(Refusal):
@@ -97,7 +91,7 @@ def staff_action_request(
                 language=translation.get_language() or settings.LANGUAGE_CODE,
                 actor=actor if actor is not None and actor.is_authenticated else None,
             )
-            queue_on_commit(RUN_TASK, action.pk, queue=_queue(action))
+            queue_on_commit(RUN_TASK, action.pk, queue=run_queue(action))
     except IntegrityError:
         raise ActionBusy(busy_message(target_type, target, asked.payment)) from None
     return action
@@ -124,57 +118,16 @@ def busy_message(
     }
 
 
-def _queue(action: StaffAction) -> str | None:
+def run_queue(action: StaffAction) -> str | None:
     """The provider's reads queue for a kind that only reads (else the settings' route: the
     writes queue)."""
     return settings.CELERY_QUEUE_PROVIDER_READS if kind_named(action.kind).reads else None
 
 
-# --- Running ----------------------------------------------------------------------------------
+# --- Ending -----------------------------------------------------------------------------------
 
 
-def staff_action_run(*, action_id: int) -> str:
-    """Run the action once, in the language it was asked in; its state afterwards."""
-    now = timezone.now()
-    started = StaffAction.objects.filter(
-        Q(state=StaffActionState.QUEUED)
-        | Q(state=StaffActionState.RUNNING, started_at__lt=now - LEASE),
-        pk=action_id,
-    ).update(state=StaffActionState.RUNNING, started_at=now, runs=F("runs") + 1)
-    if not started:
-        return "not due"  # done already, or running elsewhere
-    action = StaffAction.objects.select_related("actor", "payment", "target_type").get(pk=action_id)
-    with translation.override(action.language):
-        try:
-            outcome = kind_named(action.kind).run(action)
-        except TryLater as exc:
-            if _run_later(action, exc):
-                return StaffActionState.QUEUED
-            outcome = Outcome(message=_gave_up(action), ok=False)
-        except Refusal as exc:
-            outcome = Outcome(message=exc.message, ok=False)
-        _finish(action, outcome)
-    return action.state
-
-
-def _run_later(action: StaffAction, asked: TryLater) -> bool:
-    """Queue the action again, to run after the wait the provider asked for (False: it has run
-    THROTTLED_RUNS times already). A broker that is away leaves it to the sweep."""
-    if action.runs >= THROTTLED_RUNS:
-        return False
-    StaffAction.objects.filter(pk=action.pk).update(
-        state=StaffActionState.QUEUED, queued_at=timezone.now()
-    )
-    wait = asked_wait(asked) or 1.0
-    logger.info("staff action %s throttled by the provider: runs again in %.1f s", action.pk, wait)
-    try:
-        send_now(RUN_TASK, (action.pk,), countdown=wait, queue=_queue(action))
-    except Exception as exc:
-        logger.warning("staff action %s not queued again (the sweep will): %s", action.pk, exc)
-    return True
-
-
-def _finish(action: StaffAction, outcome: Outcome) -> None:
+def staff_action_finish(action: StaffAction, outcome: Outcome) -> None:
     """Say the outcome, log it in the admin's log, and let the next action on the object in."""
     with transaction.atomic():
         action.state = StaffActionState.DONE if outcome.ok else StaffActionState.FAILED
@@ -203,6 +156,17 @@ def _target(action: StaffAction) -> Model | None:
     return model._default_manager.filter(pk=action.target_id).first() if model else None
 
 
+def gave_up_message(action: StaffAction) -> str:
+    """What staff read of an action given up on (in the active language)."""
+    return _(
+        "%(reference)s: the %(action)s could not be completed. Refresh from the provider and "
+        "check the status before trying again."
+    ) % {"reference": action.reference, "action": kind_named(action.kind).label}
+
+
+# --- Queueing again the actions whose task was lost ---------------------------------------------
+
+
 @dataclass(frozen=True)
 class Requeued:
     queued: int  # sent again
@@ -223,21 +187,14 @@ def staff_actions_requeue() -> Requeued:
     for action in due:
         if action.state == StaffActionState.RUNNING and action.runs >= MAX_RUNS:
             with translation.override(action.language):
-                _finish(action, Outcome(message=_gave_up(action), ok=False))
+                staff_action_finish(action, Outcome(message=gave_up_message(action), ok=False))
             given_up += 1
             continue
         try:
-            send_now(RUN_TASK, (action.pk,), queue=_queue(action))
+            send_now(RUN_TASK, (action.pk,), queue=run_queue(action))
         except Exception as exc:  # the broker is still down: the next sweep tries again
             logger.warning("staff action %s not queued again: %s", action.pk, exc)
             break
         StaffAction.objects.filter(pk=action.pk).update(queued_at=now)
         queued += 1
     return Requeued(queued=queued, given_up=given_up)
-
-
-def _gave_up(action: StaffAction) -> str:
-    return _(
-        "%(reference)s: the %(action)s could not be completed. Refresh from the provider and "
-        "check the status before trying again."
-    ) % {"reference": action.reference, "action": kind_named(action.kind).label}

@@ -1,7 +1,7 @@
 """Run a command (the test suite) against a PostgreSQL and a Redis, starting its own when none is
 configured, so that `make test` on a machine with nothing set up runs the same suite CI runs.
 
-    python -m tools.test_services -- python -m pytest [args]
+    python -m tools.services_for_tests -- python -m pytest [args]
 
 `DATABASE_URL` and `REDIS_URL`, when set, are used as they are (CI sets both to its services).
 Whichever is missing is started here from a pip package that embeds the server: PostgreSQL from
@@ -107,7 +107,7 @@ def embedded_postgres(folder: Path) -> Iterator[str]:
         try:
             server.stop("immediate")
         except subprocess.CalledProcessError:
-            print("tools.test_services: PostgreSQL had already stopped", file=sys.stderr)
+            print("tools.services_for_tests: PostgreSQL had already stopped", file=sys.stderr)
 
 
 @contextmanager
@@ -142,10 +142,10 @@ def run(command: list[str]) -> int:
         stack.callback(shutil.rmtree, folder, ignore_errors=True)
         if not env.get("DATABASE_URL"):
             env["DATABASE_URL"] = stack.enter_context(embedded_postgres(folder))
-            print(f"tools.test_services: PostgreSQL of this run at {env['DATABASE_URL']}")
+            print(f"tools.services_for_tests: PostgreSQL of this run at {env['DATABASE_URL']}")
         if not env.get("REDIS_URL"):
             env["REDIS_URL"] = stack.enter_context(embedded_redis(folder))
-            print(f"tools.test_services: Redis of this run at {env['REDIS_URL']}")
+            print(f"tools.services_for_tests: Redis of this run at {env['REDIS_URL']}")
         sys.stdout.flush()
         child = subprocess.Popen(command, env=env)  # noqa: S603 (the command it is given)
         # Stopped from outside: the command is interrupted as by Ctrl-C, so that pytest still
