@@ -2,7 +2,7 @@
 something (payments, subscriptions, orders): the permission (a readable refusal otherwise), the
 one confirmation page and its form, the checks, the action recorded and queued, back at once to
 the object's page, which says the action is in progress and reloads itself when it is done
-(static/js/staff_actions.js polling `status_view`), and then says its outcome, once, to the
+(static/js/admin_work_in_progress.js polling `status_view`), and then says its outcome, once, to the
 staff member who asked.
 
 An admin declares its actions (`action_pages`: `ActionPage`s by name); each is served at

@@ -526,7 +526,7 @@ CASES: dict[str, Case] = {
         changelist_action("capture_selected", lambda w: w.held),
         effect=asked("payments.capture"),
     ),
-    # Whether a page's staff actions are done (polled by static/js/staff_actions.js).
+    # Whether a page's staff actions are done (polled by static/js/admin_work_in_progress.js).
     "admin/payments/payment/staff-actions/": Case(
         admin("payments_payment_staff_actions"), get_only=True
     ),

@@ -59,7 +59,7 @@ def test_the_page_says_in_progress_then_the_outcome_once(
     assert Payment.objects.get(pk=payment.pk).status == PaymentStatus.AUTHORIZED
     page = client.get(change_url(payment))
     html = page.content.decode()
-    assert 'id="staff-actions"' in html and "js/staff_actions.js" in html
+    assert 'id="staff-actions"' in html and "js/admin_work_in_progress.js" in html
     assert f"{payment.external_reference}: capture in progress" in html
     assert status_of(client, page) == {"open": 1}
     assert messages_of(page) == []
