@@ -50,12 +50,16 @@ sandbox: install
 ## server is stopped if the package starts it), then the whole suite on PostgreSQL and Redis:
 ## DATABASE_URL and REDIS_URL when set (CI), else a PostgreSQL and a Redis of the run's own,
 ## started and removed by tools/services_for_tests.py. The browser tests drive Debian's chromium.
+## The tests run in TEST_PROCESSES processes (pytest-xdist; a file's tests in one of them), each
+## with its own databases and Redis database (tests/worker_services.py).
+TEST_PROCESSES ?= 2
 test: install
 	@$(APT_ENSURE) chromium
 	@$(APT_ENSURE) --no-recommends --stop prometheus promtool prometheus
 	promtool check rules docs/monitoring/alerts.yml
 	promtool test rules docs/monitoring/alerts_test.yml
-	$(BIN)/python -m tools.services_for_tests -- $(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m tools.services_for_tests -- \
+		$(BIN)/python -m pytest --numprocesses $(TEST_PROCESSES) --dist loadfile $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

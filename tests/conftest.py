@@ -36,9 +36,11 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 
 def _sandbox_database_name() -> str:
-    """Its own database per shop database, so that separate runs never share one."""
+    """Its own database per shop database and test process, so that separate runs (and the
+    processes of one) never share one."""
     shop = urlsplit(os.environ.get("DATABASE_URL", "")).path.strip("/") or "shop"
-    return f"test_sandbox_{shop}"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # one a process under pytest-xdist
+    return f"test_sandbox_{shop}" + (f"_{worker}" if worker else "")
 
 
 @pytest.fixture(scope="session")
