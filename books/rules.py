@@ -19,7 +19,8 @@ from django.utils.translation import gettext as _
 from books.cfdi_xml import CfdiRefused, cfdi_check, cfdi_read
 from books.models import FacturaRequest, FacturaState
 from books.selectors import INVOICEABLE, credit_note_amount, order_money
-from checkout.models import Order, OrderEvent, OrderEventKind
+from checkout.models import Order, OrderEventKind
+from checkout.records import order_event_record
 from core.errors import Refusal
 from core.ledger import Actor
 from core.money import pesos
@@ -98,12 +99,10 @@ def factura_request_save(
 
 
 def _ledger(order: Order, kind: str, message: str, actor: Actor) -> None:
-    OrderEvent.objects.create(
-        order=order,
-        kind=kind,
-        message=message[:500],
-        actor=actor if actor is not None and actor.is_authenticated else None,
-    )
+    """The order's ledger line, through checkout's one way to write it; an anonymous actor (a
+    buyer on the order's link) is recorded as nobody."""
+    who = actor if actor is not None and actor.is_authenticated else None
+    order_event_record(order, kind, message, who)
 
 
 def factura_start(*, factura_ids: list[int], actor: Actor) -> int:
