@@ -86,6 +86,11 @@ def config(access: ShopperAccess, webhook_token: str = "") -> str:
         f"api_key = {json.dumps(access.csrf)}",
         "[auth.openapi.csrfHeader]",
         f"api_key = {json.dumps(access.csrf)}",
+        # A body over the operation's limit is refused 413 before it is read, whatever it
+        # holds, as the document says: that refusal is a rejection like a 400.
+        "[checks.negative_data_rejection]",
+        "expected-statuses = "
+        '["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]',
         "[parameters]",
         *(f"{json.dumps(name)} = {json.dumps(value)}" for name, value in parameters.items()),
         # Monthly installments depend on the order's total and the card's BIN, which no schema
