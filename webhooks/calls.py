@@ -16,8 +16,8 @@ from enum import StrEnum
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db import connection
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.task_queue import unmark
@@ -55,26 +55,36 @@ def claim_events(payment_id: str, task_id: str, now: datetime) -> list[int]:
     return sorted(_claim(payment_id, task_id, now))
 
 
+# One statement, its own transaction: the rows the sub-select takes (skipping those another
+# transaction holds) are the rows it updates, and their ids and arrivals come back with it.
+_CLAIM_SQL = """
+    UPDATE webhooks_webhookevent
+       SET state = %(processing)s, task_id = %(task_id)s, claimed_at = %(now)s,
+           attempts = attempts + 1
+     WHERE id IN (
+           SELECT id FROM webhooks_webhookevent
+            WHERE provider_payment_id = %(payment_id)s
+              AND (state = %(received)s OR (state = %(processing)s AND task_id = %(task_id)s))
+            ORDER BY id
+              FOR UPDATE SKIP LOCKED)
+ RETURNING id, received_at
+"""
+
+
 def _claim(payment_id: str, task_id: str, now: datetime) -> dict[int, datetime]:
     """`claim_events`: the events claimed, with when each was received."""
-    with transaction.atomic():
-        received = dict(
-            WebhookEvent.objects.select_for_update(skip_locked=True)
-            .filter(provider_payment_id=payment_id)
-            .filter(
-                Q(state=WebhookState.RECEIVED) | Q(state=WebhookState.PROCESSING, task_id=task_id)
-            )
-            .order_by("pk")
-            .values_list("pk", "received_at")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _CLAIM_SQL,
+            {
+                "processing": WebhookState.PROCESSING,
+                "received": WebhookState.RECEIVED,
+                "task_id": task_id,
+                "now": now,
+                "payment_id": payment_id,
+            },
         )
-        if received:
-            WebhookEvent.objects.filter(pk__in=list(received)).update(
-                state=WebhookState.PROCESSING,
-                task_id=task_id,
-                claimed_at=now,
-                attempts=F("attempts") + 1,
-            )
-    return received
+        return dict(cursor.fetchall())
 
 
 def _finish(

@@ -17,11 +17,11 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from checkout.installments import order_installments
 from checkout.links import order_link
 from checkout.metrics import mail_failed, mail_sent
 from checkout.models import Order, OrderMail, OrderMailKind
-from checkout.orders.selectors import order_payments
+from checkout.orders.selectors import with_installment_plan
+from checkout.words import interest_free_text
 from payments.models import Payment
 from payments.statuses import PaymentStatus
 
@@ -89,7 +89,8 @@ def _returned_how(mail: OrderMail) -> str:
 
 
 def order_mail_message(mail: OrderMail) -> EmailMultiAlternatives:
-    """The mail, rendered in its order's language (HTML, and plain text)."""
+    """The mail, rendered in its order's language (HTML, and plain text); `mail` is read with
+    its order and its order's plan (`with_installment_plan`)."""
     order = mail.order
     with translation.override(order.language):
         items = list(order.items.all())
@@ -103,7 +104,9 @@ def order_mail_message(mail: OrderMail) -> EmailMultiAlternatives:
             "amount": mail.amount,
             "released": mail.released,
             "link": order_link(order.reference),
-            "installments": order_installments(order_payments(order)),
+            "installments": (
+                interest_free_text(mail.plan_months, mail.plan_monthly) if mail.plan_months else ""
+            ),
         }
         if mail.kind == OrderMailKind.PAYMENT_RETURNED:
             context["returned_how"] = _returned_how(mail)
@@ -125,12 +128,12 @@ def order_mail_deliver(*, mail_id: int) -> bool:
     raises, nothing is marked and the error is raised (the task tries again). False when it
     was already sent, or is being sent by another worker."""
     with transaction.atomic():
-        mail = (
+        mail = with_installment_plan(
             OrderMail.objects.select_for_update(skip_locked=True, of=("self",))
             .select_related("order")
-            .filter(pk=mail_id, sent_at=None)
-            .first()
-        )
+            .filter(pk=mail_id, sent_at=None),
+            reference="order__reference",
+        ).first()
         if mail is None:
             return False
         message = order_mail_message(mail)

@@ -7,6 +7,7 @@ lost."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from datetime import timedelta
 
 from django.core.cache import cache
@@ -32,6 +33,7 @@ def queue_order_mails(
     new: bool = False,
     attempts: list[Payment] | None = None,
     order_locked: bool = False,
+    keys_held: Collection[str] | None = None,
 ) -> list[int]:
     """Create the order's mails that are now due and not yet there, and queue each new one's
     send task once the caller's transaction commits. Call it inside the transaction that
@@ -42,14 +44,16 @@ def queue_order_mails(
     read); `attempts`: its payments, when the caller has just read them under the lock;
     `order_locked`: the caller holds the order's row lock, so no other transaction writes its
     mails meanwhile (they are inserted at once; otherwise, in a savepoint that gives way to the
-    other transaction's rows)."""
+    other transaction's rows); `keys_held`: the keys of its mails, when the caller has just
+    read them under that lock (`order_mail_keys`)."""
     due = order_mails_due(order, new=new, attempts=attempts)
     if due and not new:
-        keys = [d.key for d in due]
-        existing = set(
-            OrderMail.objects.filter(order=order, key__in=keys).values_list("key", flat=True)
-        )
-        due = [d for d in due if d.key not in existing]
+        if keys_held is None:
+            keys = [d.key for d in due]
+            keys_held = set(
+                OrderMail.objects.filter(order=order, key__in=keys).values_list("key", flat=True)
+            )
+        due = [d for d in due if d.key not in keys_held]
     if not due:
         return []
     rows = [

@@ -10,10 +10,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import Q
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import OuterRef, Q
 from django.utils import timezone
 
-from checkout.models import Order, OrderEvent, OrderEventKind, OrderMailKind, OrderStatus
+from checkout.models import (
+    Order,
+    OrderEvent,
+    OrderEventKind,
+    OrderMail,
+    OrderMailKind,
+    OrderStatus,
+)
 from checkout.orders.selectors import order_payments
 from payments.models import CaptureMethod, Payment, PaymentEvent, PaymentEventKind
 from payments.statuses import PaymentStatus
@@ -317,6 +325,12 @@ def order_mails_due(
         _payments_returned,
     )
     return [mail for rule in rules for mail in rule(state)]
+
+
+def order_mail_keys() -> ArraySubquery:
+    """The keys of an order's mails, as a column of the order's own query (`annotate`): the
+    order and what it has been mailed, read in one statement."""
+    return ArraySubquery(OrderMail.objects.filter(order=OuterRef("pk")).values("key"))
 
 
 # --- Unsent ---------------------------------------------------------------------------------------

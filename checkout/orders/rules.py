@@ -19,6 +19,7 @@ from django.utils.translation import ngettext
 
 from checkout.cart import Cart, CartLine
 from checkout.mails.rules import queue_order_mails
+from checkout.mails.selectors import order_mail_keys
 from checkout.models import (
     PAYABLE_STATUSES,
     Fulfilment,
@@ -201,7 +202,12 @@ def order_sync_status(*, order_id: int) -> Order | None:
     back a second charge, or a charge that came after the shop closed the order (it expired,
     or was cancelled) with its items gone."""
     with transaction.atomic():
-        order = Order.objects.select_for_update().filter(pk=order_id).first()
+        order = (
+            Order.objects.select_for_update()
+            .annotate(mail_keys=order_mail_keys())
+            .filter(pk=order_id)
+            .first()
+        )
         if order is None:
             return None
         attempts = order_payments(order)
@@ -219,7 +225,7 @@ def order_sync_status(*, order_id: int) -> Order | None:
             if order.fulfilment == Fulfilment.UNFULFILLED:
                 Order.objects.filter(pk=order.pk).update(fulfilment=Fulfilment.CANCELLED)
             order_restock_unshipped(order)
-        queue_order_mails(order, attempts=attempts, order_locked=True)
+        queue_order_mails(order, attempts=attempts, order_locked=True, keys_held=order.mail_keys)
     return order
 
 

@@ -6,13 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import TypeVar
 
-from django.db.models import F, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import F, Model, OuterRef, QuerySet, Subquery, Sum
 
 from checkout.models import Order, OrderEvent
 from checkout.words import PLAN_STATUSES, message_text
 from payments.models import Payment, PaymentEvent
 from payments.words import entry_details
+
+M = TypeVar("M", bound=Model)
 
 
 def order_reference_exists(reference: str) -> bool:
@@ -32,14 +35,15 @@ def with_charged(orders: QuerySet[Order]) -> QuerySet[Order]:
     return orders.annotate(charged_amount=Subquery(net))
 
 
-def with_installment_plan(orders: QuerySet[Order]) -> QuerySet[Order]:
-    """The orders with `plan_months` and `plan_monthly`: the plan of their latest charge paid
-    in installments, as `order_installments` reads it (null when paid in full); one indexed
-    look-up per order shown, within the list's own query."""
+def with_installment_plan(rows: QuerySet[M], reference: str = "reference") -> QuerySet[M]:
+    """The orders (or the rows whose order's reference is at `reference`) with `plan_months`
+    and `plan_monthly`: the plan of the order's latest charge paid in installments, as
+    `order_installments` reads it (null when paid in full); one indexed look-up per row, within
+    the rows' own query."""
     latest = Payment.objects.filter(
-        external_reference=OuterRef("reference"), installments__gt=1, status__in=PLAN_STATUSES
+        external_reference=OuterRef(reference), installments__gt=1, status__in=PLAN_STATUSES
     ).order_by("-created_at", "-pk")
-    return orders.annotate(
+    return rows.annotate(
         plan_months=Subquery(latest.values("installments")[:1]),
         plan_monthly=Subquery(latest.values("installment_amount")[:1]),
     )

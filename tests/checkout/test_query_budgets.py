@@ -43,8 +43,8 @@ PAGES = {
     "pay": 8,
     "status": 2,
 }
-WORK = {"create": 6, "notification": 11, "order_sync": 9, "mail": 6}
-PAGES_IN_ALL, WORK_IN_ALL = 25, 32
+WORK = {"create": 6, "notification": 8, "order_sync": 8, "mail": 5}
+PAGES_IN_ALL, WORK_IN_ALL = 25, 27
 
 
 def counted(name: str, spent: dict[str, int], step: Callable[[], Any]) -> Any:
