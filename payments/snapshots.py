@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from copy import copy
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -15,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.ledger import Actor
+from core.row_version import row_version_is
 from payments.actions.rules import release_claim
 from payments.models import AUTHORIZATION_VALIDITY, Payment, PaymentEventKind
 from payments.provider.errors import PaymentError
@@ -108,6 +110,22 @@ def _read_unchanged(payment: Payment, now: datetime, *, scheduled: bool) -> None
     payment.save(update_fields=["last_synced_at", "create_request", *SCHEDULE_FIELDS])
 
 
+def _status_taken(payment: Payment, remote: ProviderPayment) -> str | None:
+    """The status the snapshot brings (the payment's own, when it keeps it), or None when the
+    snapshot is older than what is held (version, then status order). Illegal moves raise."""
+    try:
+        new = local_status(remote)
+    except UnknownProviderStatus as exc:
+        raise IllegalTransition(str(exc)) from exc
+    old = payment.status
+    held = (payment.provider_version, RANK[old]) if payment.provider_id else (-1, -1)
+    if (remote.version, RANK[new]) < held:
+        return None
+    if new != old and new not in REACHABLE[old]:
+        raise IllegalTransition(ILLEGAL_MOVE(new=new, old=old))
+    return new
+
+
 def apply_snapshot(
     payment: Payment,
     remote: ProviderPayment,
@@ -121,17 +139,11 @@ def apply_snapshot(
     then status order). True when the payment changed. Illegal moves raise. `scheduled`: the
     read was one of its schedule's (payments.rereading.rules)."""
     now = timezone.now()
-    try:
-        new = local_status(remote)
-    except UnknownProviderStatus as exc:
-        raise IllegalTransition(str(exc)) from exc
     old = payment.status
-    held = (payment.provider_version, RANK[old]) if payment.provider_id else (-1, -1)
-    if (remote.version, RANK[new]) < held:
+    new = _status_taken(payment, remote)
+    if new is None:
         _read_unchanged(payment, now, scheduled=scheduled)
         return False
-    if new != old and new not in REACHABLE[old]:
-        raise IllegalTransition(ILLEGAL_MOVE(new=new, old=old))
     amounts_before = (payment.captured_amount, payment.refunded_amount)
     before = _held(payment)
     _copy(payment, remote, new, now)
@@ -208,5 +220,40 @@ def payment_apply(
     kind: str = PaymentEventKind.SYNCED,
 ) -> Payment:
     """Apply a snapshot fetched elsewhere (e.g. by a webhook task) if it is not older than what
-    is held; illegal moves are recorded as anomalies and raise `IllegalTransition`."""
+    is held; illegal moves are recorded as anomalies and raise `IllegalTransition`. A payment
+    read with its row's version (`payment_held`) that the snapshot leaves as it is has the read
+    recorded in one statement, without the lock (`_unchanged_read_recorded`)."""
+    if _unchanged_read_recorded(payment, remote):
+        return payment
     return apply_in_transaction(payment.pk, remote, kind=kind, actor=actor)
+
+
+def _unchanged_read_recorded(read: Payment, remote: ProviderPayment) -> bool:
+    """A snapshot that changes nothing of the payment as `read` (with its `row_version`: what
+    `payment_held` reads), recorded as `_read_unchanged` records it under the lock, but in one
+    UPDATE that takes effect only while the row is still the version that was read (PostgreSQL
+    checks the condition again on the row it is about to write). False when the snapshot brings
+    something, is not a move this payment can make, or the row moved since the read: then it is
+    applied under the lock, as any other."""
+    version = getattr(read, "row_version", None)
+    if version is None:
+        return False
+    try:
+        new = _status_taken(read, remote)
+    except IllegalTransition:
+        return False
+    now = timezone.now()
+    if new is not None:
+        probe = copy(read)
+        _copy(probe, remote, new, now)
+        if _held(probe) != _held(read):
+            return False
+    read.last_synced_at = now
+    read_schedule_restart(read, now=now)
+    fields = ["last_synced_at", *SCHEDULE_FIELDS]
+    written = (
+        Payment.objects.filter(pk=read.pk)
+        .filter(row_version_is(Payment, version))
+        .update(**{field: getattr(read, field) for field in fields})
+    )
+    return written == 1

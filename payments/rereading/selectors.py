@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from core.row_version import with_row_version
 from payments.models import EXPIRY_WARNING_DAYS, Payment
 from payments.statuses import IN_FLIGHT, PaymentStatus
 
@@ -19,10 +20,10 @@ SYNC_COMPARED = ("status", "provider_version", "captured_amount", "refunded_amou
 
 
 def payment_held(provider_id: str) -> Payment | None:
-    """The payment held under this provider id (None: none), with just what `payment_sync`
-    compares: the apply locks and reads the whole row again (a notification's read of an
-    unchanged payment would otherwise load its snapshot twice)."""
-    return Payment.objects.filter(provider_id=provider_id).only(*SYNC_COMPARED).first()
+    """The payment held under this provider id (None: none), whole, with its row's version
+    (`row_version`): a read that finds nothing new is recorded against that version without
+    locking the row (`payments.snapshots.payment_apply`)."""
+    return with_row_version(Payment.objects.filter(provider_id=provider_id)).first()
 
 
 PENDING_RECONCILE_AFTER = timedelta(minutes=10)
