@@ -63,7 +63,8 @@ _admission_pace = env_str(
     "lets them in by itself, first come first in, and says about how long it will be. "
     "`auto`: the shop finds the pace itself from what its pages take "
     "(`checkout/admission/pace.py`: the ceiling until the pages slow; past "
-    "`SHOP_ADMISSION_PAGE_P95_MS`, or past three times the p95 the pages take at ease, nine "
+    "`SHOP_ADMISSION_PAGE_P95_MS`, or past half of it and three times the p95 the pages take "
+    "at ease, nine "
     "tenths of what came in over the last second; then up a tenth a second while the pages "
     "keep to it and someone waits), so the same release serves two cores and sixteen; a "
     "number fixes it; 0: no queue. Needs Redis. `manage.py admission --per-second N` sets it "
@@ -93,7 +94,7 @@ SHOP_ADMISSION_PAGE_P95_MS = env_int(
     "SHOP_ADMISSION_PAGE_P95_MS",
     250,
     doc="The p95 of the shop's pages (milliseconds, timed in the web process) that the pace "
-    "keeps to; pages three times as slow as at ease count as slow too, whatever this says.",
+    "keeps to; past half of it, pages three times as slow as at ease count as slow too.",
 )
 # A shopper let in is never held back for this long (its cart, its order, its payment).
 SHOP_ADMISSION_STAY_MINUTES = 30

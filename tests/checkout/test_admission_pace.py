@@ -124,6 +124,25 @@ def test_pages_thrice_as_slow_as_at_ease_are_slow_under_the_target(
 
 
 @pytest.mark.usefixtures("measured")
+def test_pages_under_half_the_target_are_not_slow_however_fast_they_were_at_ease(
+    settings: Any, clock: Any
+) -> None:
+    """Pages that took 20 ms at ease and take 100 ms now are still well under the 250 ms
+    target: the pace keeps rising while shoppers wait; past half the target (150 ms, over three
+    times ease) it falls."""
+    settings.SHOP_ADMISSION_PAGE_P95_MS = 250
+    cache_redis().set(admission_pace.FOUND, "4.0")
+    pages(30, 0.02, clock)
+    assert decide(waiting=5) == 4.5  # at ease (p95 25 ms)
+    pages(60, 0.09, clock)
+    assert decide(waiting=5) == 5.0  # 100 ms: four times ease, under half the target
+    pages(60, 0.1, clock)
+    assert decide(waiting=5) == 5.5
+    pages(60, 0.14, clock)
+    assert decide(waiting=5, came=6.0) == 4.95  # 150 ms: past half the target and 3 x ease
+
+
+@pytest.mark.usefixtures("measured")
 def test_a_p95_just_over_the_target_is_slow(clock: Any) -> None:
     cache_redis().set(admission_pace.FOUND, "4.0")
     admission_pace.page_served(0.01)  # a page of the second before: not counted yet
