@@ -23,6 +23,8 @@ PROC = Path("/proc")
 TICKS = os.sysconf("SC_CLK_TCK")
 SERVICES = ("web", "writes", "reads", "worker", "beat", "sandbox")
 GROUPS = (*SERVICES, "pg_ours", "pg_others", "redis", "load", "other")
+# The shop's own: its processes, its database's and Redis (not the sandbox, the load, the rest).
+SHOP = ("web", "writes", "reads", "worker", "beat", "pg_ours", "redis")
 CELERY_NODES = {"writes": "writes", "reads": "reads", "shop": "worker"}  # -n NODE@%h
 EVERY = 0.5  # seconds between two readings
 
@@ -175,9 +177,10 @@ def machine_busy(proc: Path = PROC) -> float:
 
 
 def per_order(seconds: dict[str, float], paid: int) -> dict[str, float]:
-    """Milliseconds of CPU per paid order, by group, `postgres` (ours and others') and the
-    `total` (0 without orders)."""
+    """Milliseconds of CPU per paid order, by group, `postgres` (ours and others'), the `shop`'s
+    (`SHOP`) and the `total` (0 without orders)."""
     each = {name: seconds.get(name, 0.0) * 1000 / paid if paid else 0.0 for name in GROUPS}
     each["postgres"] = each["pg_ours"] + each["pg_others"]
     each["total"] = sum(each[name] for name in GROUPS)
+    each["shop"] = sum(each[name] for name in SHOP)
     return each

@@ -15,7 +15,7 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from bench import brownout, sale_day_cpu
+from bench import brownout, sale_day_cpu, sale_day_probe
 from tools.shopper import OrderNotPlaced
 
 STEPS = ("home", "product", "cart_add", "cart", "details", "order", "pay_page", "pay", "status")
@@ -199,15 +199,18 @@ class Level:
     visits: list[Visit] = field(default_factory=list)
     cpu: dict[str, float] = field(default_factory=dict)  # seconds spent in the window
     peaks: dict[str, int] = field(default_factory=dict)  # PostgreSQL processes at most
+    shop: dict[str, Any] = field(default_factory=dict)  # the pace and transactions (a Probe's)
 
 
 def run_level(
     urls: dict[str, str], shoppers: int, slugs: list[str], timing: tuple[float, float, float],
     meter: Callable[[], sale_day_cpu.Meter],
+    probe: Callable[[], sale_day_probe.Probe] = sale_day_probe.Probe,
 ) -> Level:  # fmt: skip
     """`shoppers` closed loops for `timing` = (warm-up, window, outcome timeout) seconds; the
-    CPU measured over the window by a new `meter()`. New orders stop at the window's end; the
-    visitors let in go on until their outcome (or the timeout); those in the queue leave."""
+    CPU measured over the window by a new `meter()`, the shop's pace and transactions by a new
+    `probe()`. New orders stop at the window's end; the visitors let in go on until their
+    outcome (or the timeout); those in the queue leave."""
     warmup, seconds, timeout = timing
     level, stop = Level(shoppers), threading.Event()
 
@@ -225,10 +228,12 @@ def run_level(
     for thread in threads:
         thread.start()
     time.sleep(warmup)
-    cpu, start = meter(), time.monotonic()
+    cpu, shop, start = meter(), probe(), time.monotonic()
     cpu.begin()
+    shop.begin()
     time.sleep(seconds)
     level.cpu, level.window, level.peaks = cpu.end(), (start, time.monotonic()), cpu.peaks
+    level.shop = shop.end()
     stop.set()
     for thread in threads:
         thread.join(timeout + 60)

@@ -85,6 +85,8 @@ def summarize(level: Level) -> dict[str, Any]:
                                      if v.error and v.error != "stopped")),
         "cpu_ms": sale_day_cpu.per_order(level.cpu, len(paid)),
         "busy_cores": level.cpu.get("machine", 0.0) / seconds, "pg_processes": level.peaks,
+        "pace": {key: level.shop.get(f"pace_{key}", 0.0) for key in ("mean", "min", "max")},
+        "transactions_per_order": level.shop.get("transactions", 0) / max(len(paid), 1),
         "references": sorted({v.reference for v in level.visits if v.reference}),
     }  # fmt: skip
 

@@ -11,9 +11,9 @@ the pace:
 - the pages slow: their p95 above SHOP_ADMISSION_PAGE_P95_MS, or, once above half of it, above
   three times (and 50 ms over) the p95 the same pages take when the shop is at ease (the lowest
   p95 of the last five minutes, remeasured as they pass: a web process's own timing hides the
-  requests waiting for a thread, but not their slowing each other down): the pace falls to
-  nine tenths of what came in over the last second (or of the pace, if less came in), and the
-  pages recover;
+  requests waiting for a thread, but not their slowing each other down): the pace falls by a
+  tenth while shoppers wait (what comes in then follows the pace: cutting to it would spiral
+  down), else to nine tenths of what came in over the last second, and the pages recover;
 - at or under it, while shoppers wait: the pace rises by a tenth (at least half a shopper a
   second), so that a bigger machine finds its own pace;
 - nobody waiting: it stays (a quiet hour banks no credit);
@@ -179,7 +179,10 @@ def next_pace(
     low = float(settings.SHOP_ADMISSION_MIN_PER_SECOND)
     high = float(settings.SHOP_ADMISSION_MAX_PER_SECOND)
     if slow(p95, ease):
-        wanted = min(current, came if came > 0 else current) * FALL
+        # While shoppers wait, the pace is what let them in: a tenth less. Otherwise it let in
+        # all that came, however high it is (the ceiling, at first): nine tenths of that.
+        binding = waiting > 0 or came <= 0
+        wanted = (current if binding else min(current, came)) * FALL
     elif waiting > 0:
         wanted = max(current * RISE, current + SMALLEST_RISE)
     else:

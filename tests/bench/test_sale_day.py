@@ -341,3 +341,21 @@ def test_cpu_per_paid_order_in_milliseconds() -> None:
     assert each["web"] == pytest.approx(20.0) and each["postgres"] == pytest.approx(15.0)
     assert each["total"] == pytest.approx(35.0)
     assert sale_day_cpu.per_order({"web": 2.0}, 0)["total"] == 0
+
+
+def test_the_shop_s_cpu_is_its_processes_its_database_and_redis() -> None:
+    """The shop's own CPU a paid order leaves out the provider's emulator, the load generator,
+    other databases and the rest of the machine."""
+    seconds = {"web": 2.0, "writes": 0.5, "reads": 0.5, "worker": 1.0, "beat": 0.1,
+               "pg_ours": 1.0, "redis": 0.1, "sandbox": 3.0, "load": 3.0, "pg_others": 1.0,
+               "other": 1.0}  # fmt: skip
+    assert sale_day_cpu.per_order(seconds, 100)["shop"] == pytest.approx(52.0)
+
+
+def test_a_level_says_the_pace_the_shop_chose_and_its_transactions_per_order() -> None:
+    level = Level(8, window=(100.0, 160.0))
+    level.visits = [paid_visit(t) for t in (110.0, 120.0)]
+    level.shop = {"transactions": 90, "pace_mean": 6.5, "pace_min": 4.0, "pace_max": 9.0}
+    figures = sale_day_stats.summarize(level)
+    assert figures["transactions_per_order"] == pytest.approx(45.0)
+    assert figures["pace"] == {"mean": 6.5, "min": 4.0, "max": 9.0}

@@ -94,6 +94,18 @@ def test_slow_pages_cut_the_pace_under_what_came_in(clock: Any) -> None:
 
 
 @pytest.mark.usefixtures("measured")
+def test_while_shoppers_wait_slow_pages_cut_a_tenth_of_the_pace_whatever_came_in(
+    clock: Any,
+) -> None:
+    """With shoppers waiting, the pace is what let them in, and what comes in follows it (a
+    shopper comes back once it has paid): a slow second cuts the pace by a tenth, not to what
+    came in, which would cut it again the next second, down to the floor."""
+    cache_redis().set(admission_pace.FOUND, "5.0")
+    pages(30, 0.4, clock)
+    assert decide(waiting=30, came=2.5) == 4.5
+
+
+@pytest.mark.usefixtures("measured")
 def test_the_pace_stays_within_its_ceiling_and_when_nobody_waits(clock: Any) -> None:
     cache_redis().set(admission_pace.FOUND, "5.8")
     pages(30, 0.02, clock)
