@@ -17,6 +17,8 @@ the pace:
 - at or under it, while shoppers wait: the pace rises by a tenth (at least half a shopper a
   second), so that a bigger machine finds its own pace;
 - nobody waiting: it stays (a quiet hour banks no credit);
+- after a move, it holds until the pages measured are all of the new pace (WINDOW seconds):
+  pages answer a move seconds late, and a pace moved again before would overshoot;
 
 always between SHOP_ADMISSION_MIN_PER_SECOND and SHOP_ADMISSION_MAX_PER_SECOND. Before the
 shop has measured anything the pace is the ceiling: nobody waits until the pages slow. Kept in
@@ -38,6 +40,7 @@ from core.cache_redis import cache_is_redis, cache_redis
 logger = logging.getLogger(__name__)
 
 FOUND = cache.make_key("admission:found")  # the pace the shop found (a float, as text)
+MOVED = cache.make_key("admission:found-moved")  # the second it last moved
 BUCKETS_MS = (25, 50, 75, 100, 150, 200, 250, 300, 400, 500, 750, 1000, 2000)
 WINDOW = 3  # seconds of pages each decision reads (the second under way left out)
 FEWEST = 10  # pages a window needs before its p95 says anything
@@ -192,10 +195,17 @@ def next_pace(
 
 def adapt(redis: Any, second: int, *, waiting: int, came: float) -> float:
     """Move the pace the shop found by what its pages took over the last seconds (`waiting`
-    shoppers queued, `came` new ones a second lately); the new pace."""
-    current = found_or_ceiling(redis.get(FOUND))
+    shoppers queued, `came` new ones a second lately); the new pace. After a move it holds
+    until its window holds only seconds served at the new pace (WINDOW seconds after it): what
+    the pages take answers a move a few seconds late, and moving on each second before the
+    answer came in would overshoot both ways."""
+    found, moved = redis.mget(FOUND, MOVED)
+    current = found_or_ceiling(found)
     p95 = p95_of(_window(redis, second))
-    chosen = next_pace(current, p95, waiting, came, at_ease(redis, second, p95))
+    ease = at_ease(redis, second, p95)
+    if moved is not None and second - int(moved) <= WINDOW:
+        return current
+    chosen = next_pace(current, p95, waiting, came, ease)
     if chosen != current:
-        redis.set(FOUND, repr(chosen))
+        redis.mset({FOUND: repr(chosen), MOVED: second})
     return chosen
