@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 
 from checkout.admission.pace import page_served
-from checkout.admission.rules import COOKIE, turn_for
+from checkout.admission.rules import COOKIE, refresh_after, turn_for
 
 # The pages of shopping, before an order exists (checkout.urls names).
 HELD_BACK = frozenset({"home", "product", "cart", "cart_add", "cart_update", "cart_remove",
@@ -62,7 +62,7 @@ class AdmissionMiddleware:
 def waiting_page(request: HttpRequest, position: int, wait: int = 0) -> HttpResponse:
     """The queue's page: where the shopper stands, asked again by itself every few seconds (a
     form sent while waiting asks for the cart's page instead: a refresh asks with GET)."""
-    every = settings.SHOP_ADMISSION_REFRESH_SECONDS
+    every = refresh_after(wait)
     if request.method in ("GET", "HEAD"):
         again, refresh = request.get_full_path(), str(every)
     else:

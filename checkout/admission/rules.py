@@ -116,6 +116,15 @@ def turn_for(cookie: str | None) -> Turn:
     )
 
 
+def refresh_after(wait: int) -> int:
+    """Seconds before a waiting page asks again, for a shopper whose turn comes in about `wait`
+    seconds: SHOP_ADMISSION_REFRESH_SECONDS near its turn, half the wait further back (each ask
+    halves what is left: a few asks for a long wait, none late by more than the shortest), at
+    most SHOP_ADMISSION_REFRESH_MAX_SECONDS."""
+    shortest = settings.SHOP_ADMISSION_REFRESH_SECONDS
+    return max(shortest, min(settings.SHOP_ADMISSION_REFRESH_MAX_SECONDS, wait // 2))
+
+
 def _let_in(now: float, per_second: float) -> int:
     """The last ticket let in, moved on by the pace for the seconds since it last moved (two at
     most), by the first request of each second, and never more than a second's pace past the

@@ -98,8 +98,11 @@ SHOP_ADMISSION_PAGE_P95_MS = env_int(
 )
 # A shopper let in is never held back for this long (its cart, its order, its payment).
 SHOP_ADMISSION_STAY_MINUTES = 30
-# How often a waiting page asks again whether its turn came (seconds).
+# How often a waiting page asks again whether its turn came (seconds): this often near its turn,
+# and at half its expected wait, at most SHOP_ADMISSION_REFRESH_MAX_SECONDS, further back (a long
+# queue asking every two seconds would spend the shop's CPU on waiting pages).
 SHOP_ADMISSION_REFRESH_SECONDS = 2
+SHOP_ADMISSION_REFRESH_MAX_SECONDS = 15
 if (
     (SHOP_ADMISSION_PER_SECOND is not None and SHOP_ADMISSION_PER_SECOND < 0)
     or not 0 < SHOP_ADMISSION_MIN_PER_SECOND <= SHOP_ADMISSION_MAX_PER_SECOND

@@ -206,6 +206,23 @@ def test_a_pace_of_two_lets_in_two_a_second_in_real_time(taza: Product) -> None:
 
 
 @pytest.mark.usefixtures("two_a_second")
+def test_a_waiting_page_far_from_its_turn_asks_again_at_half_its_wait(
+    taza: Product, still: Any
+) -> None:
+    """Forty places back at two a second (about 20 s), the page asks again in 10 s, not every
+    2 s: a long queue does not spend the shop's CPU on its own waiting pages; near the turn it
+    asks every 2 s; never later than 15 s."""
+    browsers = [shopper() for _ in range(42)]
+    answers = [home(browser) for browser in browsers]
+    far = answers[-1]
+    assert position(far) == 40
+    assert far.headers["Refresh"] == "10"
+    assert "cada 10 segundos" in far.content.decode()
+    assert answers[2].headers["Refresh"] == "2"  # next in line
+    assert admission.refresh_after(3600) == 15
+
+
+@pytest.mark.usefixtures("two_a_second")
 def test_a_form_sent_while_waiting_asks_again_for_the_cart_page(taza: Product, still: Any) -> None:
     """A refresh asks with GET: a form held back (add to cart) comes back to the cart's page,
     not to an address that takes only POST."""
