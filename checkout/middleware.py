@@ -19,6 +19,7 @@ from django.utils.cache import add_never_cache_headers
 
 from checkout.admission.pace import page_served
 from checkout.admission.rules import COOKIE, refresh_after, turn_for
+from core.request_queue import queued_seconds
 
 # The pages of shopping, before an order exists (checkout.urls names).
 HELD_BACK = frozenset({"home", "product", "cart", "cart_add", "cart_update", "cart_remove",
@@ -32,8 +33,8 @@ class AdmissionMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
         response = self.get_response(request)
-        if getattr(request, "shop_served", False):  # the pace follows what the pages take
-            page_served(time.perf_counter() - started)
+        if getattr(request, "shop_served", False):  # the pace follows what the pages take,
+            page_served(time.perf_counter() - started + queued_seconds())  # their wait too
         turn = getattr(request, "shop_turn", None)
         if turn and request.COOKIES.get(COOKIE) != turn:
             response.set_cookie(

@@ -61,6 +61,9 @@ threads = env_int(
     "or an idle keep-alive connection holds a thread, not a process); 1 for sync workers, only "
     "behind a buffering proxy.",
 )
+# The threaded worker notes how long each request waited for a thread (the sale day's queue
+# counts it in what a page took); one thread is the sync worker.
+worker_class = "config.gunicorn_worker.QueueTimedWorker" if threads > 1 else "sync"
 # A worker busy with one request for longer than this is killed and replaced. A payment request
 # may wait on the provider for up to four attempts of PAYMENTS_READ_TIMEOUT (15 s) plus backoff;
 # killing it half way would leave the attempt unconfirmed, so the default is above that.
