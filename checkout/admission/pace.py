@@ -2,11 +2,13 @@
 shoppers a second it lets in (the way Envoy's adaptive concurrency and Netflix's
 concurrency-limits size a limit from the latency they measure).
 
-Every web process counts the pages it served in the last second by how long they took (a
-histogram of a few buckets, kept in the process and added to Redis once a second: one round
-trip a second a process, not one a page). Once a second, the request that moves the queue
-(`checkout.admission.rules._let_in`) reads the last seconds' histograms of every process and moves
-the pace:
+Every web process counts the pages it served in the last second by how long they took, the
+wait for a thread in front of them included (gunicorn's worker notes it:
+`config/gunicorn_worker.py`; without it, once every thread is busy, what shoppers wait grows
+while the pages' own time does not), in a histogram of a few buckets, kept in the process and
+added to Redis once a second (one round trip a second a process, not one a page). Once a
+second, the request that moves the queue (`checkout.admission.rules._let_in`) reads the last
+seconds' histograms of every process and moves the pace:
 
 - the pages slow: their p95 above SHOP_ADMISSION_PAGE_P95_MS, or, once above half of it, above
   three times (and 50 ms over) the p95 the same pages take when the shop is at ease (the lowest

@@ -89,12 +89,14 @@ SHOP_ADMISSION_MAX_PER_SECOND = float(
         doc="The ceiling of the pace the shop finds (new shoppers a second).",
     )
 )
-# Milliseconds in the web process: a shopper's browser adds the network and the server's queue.
+# Milliseconds in the web process, and the wait for a thread before it (gunicorn's worker notes
+# it: config/gunicorn_worker.py); a shopper's browser adds the network.
 SHOP_ADMISSION_PAGE_P95_MS = env_int(
     "SHOP_ADMISSION_PAGE_P95_MS",
     250,
-    doc="The p95 of the shop's pages (milliseconds, timed in the web process) that the pace "
-    "keeps to; past half of it, pages three times as slow as at ease count as slow too.",
+    doc="The p95 of the shop's pages (milliseconds, timed in the web process from when the "
+    "request waited for a thread) that the pace keeps to; past half of it, pages three times "
+    "as slow as at ease count as slow too.",
 )
 # A shopper let in is never held back for this long (its cart, its order, its payment).
 SHOP_ADMISSION_STAY_MINUTES = 30
