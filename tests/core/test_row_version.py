@@ -5,27 +5,16 @@ it is made (PostgreSQL waits for it, then checks the condition on the row as it 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any
 
 import pytest
-from django.db import connections, transaction
+from django.db import transaction
 
 from core.row_version import row_version_is, with_row_version
 from payments.models import Payment
 from tests.factories import PaymentFactory
+from tests.helpers.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def in_thread(target: Callable[[], Any]) -> Callable[[], Any]:
-    def run() -> Any:
-        try:
-            return target()
-        finally:
-            connections.close_all()
-
-    return run
 
 
 def test_a_write_on_the_version_read_takes_effect_once_and_not_after_another_write() -> None:

@@ -1,5 +1,5 @@
 """Calls raced for real: each in a thread of its own (with its own database connection),
-all released at once."""
+all released at once; and work run in a thread of its own as a worker thread runs it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from django.db import connection
+from django.db import connection, connections
 
 
 def run_together(*calls: Callable[[], Any]) -> list[Any]:
@@ -33,3 +33,15 @@ def run_together(*calls: Callable[[], Any]) -> list[Any]:
         thread.join(timeout=60)
     assert not any(thread.is_alive() for thread in threads), "a racing call never finished"
     return results
+
+
+def in_thread(target: Callable[[], Any]) -> Callable[[], Any]:
+    """`target`, on its own connections (closed afterwards), as a worker thread runs it."""
+
+    def run() -> Any:
+        try:
+            return target()
+        finally:
+            connections.close_all()
+
+    return run

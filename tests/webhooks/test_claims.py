@@ -6,13 +6,12 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
+from tests.helpers.threads import in_thread
 from webhooks.calls import claim_events
 from webhooks.models import WebhookEvent, WebhookState
 
@@ -35,18 +34,6 @@ def waiting_events(payment_id: str, count: int) -> list[int]:
     return list(
         WebhookEvent.objects.filter(provider_payment_id=payment_id).values_list("pk", flat=True)
     )
-
-
-def in_thread(target: Callable[[], Any]) -> Callable[[], Any]:
-    """Run `target` on its own connection (closed afterwards), as a worker thread does."""
-
-    def run() -> Any:
-        try:
-            return target()
-        finally:
-            connections.close_all()
-
-    return run
 
 
 def test_four_claimers_at_once_take_every_event_exactly_once() -> None:
