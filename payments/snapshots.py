@@ -98,16 +98,25 @@ def _held(payment: Payment) -> tuple[object, ...]:
     return tuple(values)
 
 
-def _read_unchanged(payment: Payment, now: datetime, *, scheduled: bool) -> None:
-    """Record a read that brought nothing new: when it was made and the schedule's next read,
-    and nothing else (`updated_at` stays the time of the last change; the create request as
-    the caller holds it: dropped once answered)."""
+# What a read that brought nothing new writes: when it was made, and the schedule's next read.
+_READ_FIELDS = ("last_synced_at", *SCHEDULE_FIELDS)
+
+
+def _note_read(payment: Payment, now: datetime, *, scheduled: bool) -> None:
+    """A read made `now` that brought nothing new, in `_READ_FIELDS` (not saved)."""
     payment.last_synced_at = now
     if scheduled:
         read_schedule_advance(payment, now=now)
     else:
         read_schedule_restart(payment, now=now)
-    payment.save(update_fields=["last_synced_at", "create_request", *SCHEDULE_FIELDS])
+
+
+def _read_unchanged(payment: Payment, now: datetime, *, scheduled: bool) -> None:
+    """Record a read that brought nothing new: when it was made and the schedule's next read,
+    and nothing else (`updated_at` stays the time of the last change; the create request as
+    the caller holds it: dropped once answered)."""
+    _note_read(payment, now, scheduled=scheduled)
+    payment.save(update_fields=[*_READ_FIELDS, "create_request"])
 
 
 def _status_taken(payment: Payment, remote: ProviderPayment) -> str | None:
@@ -248,12 +257,10 @@ def _unchanged_read_recorded(read: Payment, remote: ProviderPayment) -> bool:
         _copy(probe, remote, new, now)
         if _held(probe) != _held(read):
             return False
-    read.last_synced_at = now
-    read_schedule_restart(read, now=now)
-    fields = ["last_synced_at", *SCHEDULE_FIELDS]
+    _note_read(read, now, scheduled=False)
     written = (
         Payment.objects.filter(pk=read.pk)
         .filter(row_version_is(Payment, version))
-        .update(**{field: getattr(read, field) for field in fields})
+        .update(**{field: getattr(read, field) for field in _READ_FIELDS})
     )
     return written == 1
