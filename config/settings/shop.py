@@ -65,7 +65,8 @@ _admission_pace = env_str(
     "(`checkout/admission/pace.py`: the ceiling until the pages slow; past "
     "`SHOP_ADMISSION_PAGE_P95_MS`, or past half of it and three times the p95 the pages take "
     "at ease, a tenth less while shoppers wait, else nine tenths of what came in over the last "
-    "second; then up a tenth a second while the pages keep to it and someone waits), so the "
+    "second; then up a tenth while the pages keep to it and someone waits; a move at most "
+    "every four seconds), so the "
     "same release serves two cores and sixteen; a number fixes it; 0: no queue. Needs Redis. "
     "`manage.py admission --per-second N` sets it for every process while the shop runs "
     "(`--default`: back to this variable).",
